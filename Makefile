@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 The sluice Authors.
+
+SHELL := /usr/bin/env bash -o pipefail
+GO ?= go
+BIN := bin
+
+K8S_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+K8S_MAJOR := $(word 1,$(subst ., ,$(patsubst v%,%,$(K8S_VERSION))))
+K8S_MINOR := $(word 2,$(subst ., ,$(patsubst v%,%,$(K8S_VERSION))))
+SLUICE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-unknown)
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
+VERSION_PKG := k8s.io/component-base/version
+LDFLAGS := -s -w \
+	-X '$(VERSION_PKG).gitVersion=$(K8S_VERSION)' \
+	-X '$(VERSION_PKG).gitMajor=$(K8S_MAJOR)' \
+	-X '$(VERSION_PKG).gitMinor=$(K8S_MINOR)' \
+	-X '$(VERSION_PKG).gitCommit=$(GIT_COMMIT)' \
+	-X '$(VERSION_PKG).gitTreeState=clean' \
+	-X '$(VERSION_PKG).buildDate=$(BUILD_DATE)' \
+	-X '$(VERSION_PKG)/verflag.programName=sluice-scheduler $(SLUICE_VERSION) built on Kubernetes'
+
+# Pinned linter, installed into bin/ by `make verify` itself.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
+
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/)
+INTEGRATION_PKGS = $(shell $(GO) list ./test/integration/...)
+
+.PHONY: all build test unit integration verify codegen image clean
+
+all: build
+
+## build: bin/sluice-scheduler
+build:
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-scheduler ./cmd/sluice-scheduler
+
+## test: unit tests with the race detector, then integration tests against a real apiserver
+test: unit integration
+
+unit:
+	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+integration:
+	$(GO) test -count=1 -timeout 30m $(INTEGRATION_PKGS)
+
+## verify: formatting, vet, lint, generated code and go.mod up to date
+verify: $(STATICCHECK)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+	./hack/verify-codegen.sh
+	./hack/verify-gomod.sh
+
+$(STATICCHECK):
+	@mkdir -p $(BIN)
+	GOBIN=$(abspath $(BIN))/staticcheck-tmp $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(BIN)/staticcheck-tmp/staticcheck $@ && rmdir $(BIN)/staticcheck-tmp
+
+## codegen: regenerate deepcopy/conversion/defaults
+codegen:
+	./hack/update-codegen.sh
+
+## image: container image (needs a Docker engine)
+image:
+	docker build --build-arg SLUICE_VERSION=$(SLUICE_VERSION) -t sluice-scheduler:$(SLUICE_VERSION) .
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package config
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FabricSource says where the InfiniBand fabric tree comes from.
+type FabricSource string
+
+const (
+	// FabricSourceNodeLabels reads each node's switch at every level from a
+	// node label, as Topograph, Kueue and KAI label nodes.
+	FabricSourceNodeLabels FabricSource = "NodeLabels"
+	// FabricSourceSlurmTopology reads the tree from Slurm's topology.conf
+	// (topology/tree: SwitchName= Nodes= / Switches=).
+	FabricSourceSlurmTopology FabricSource = "SlurmTopology"
+)
+
+// FabricLevel is one switch level of the fabric tree.
+type FabricLevel struct {
+	// Name is how gangs ask for this level in the sluice.dev/fabric-level
+	// annotation, e.g. "leaf".
+	Name string
+	// NodeLabel is the node label whose value names the node's switch at
+	// this level (Source NodeLabels).
+	NodeLabel string
+}
+
+// FabricConfig describes the fabric tree. Every plugin that reasons about
+// the fabric takes one; give them the same value.
+type FabricConfig struct {
+	// Source is NodeLabels or SlurmTopology.
+	Source FabricSource
+	// Levels are the switch levels from the one nearest the nodes upwards,
+	// e.g. leaf, spine, block. With SlurmTopology they name the tiers of
+	// topology.conf bottom-up (switches with Nodes= are the first level).
+	Levels []FabricLevel
+	// SlurmTopologyFile is the path of topology.conf (Source SlurmTopology),
+	// or of saved `scontrol show topology -o` output.
+	SlurmTopologyFile string
+	// SlurmNodeNameLabel is the node label holding a node's Slurm name
+	// (Source SlurmTopology); empty means the node name is the Slurm name.
+	SlurmNodeNameLabel string
+	// GPUResourceName is the extended resource that counts GPUs.
+	GPUResourceName string
+}
+
+// FabricMode says whether a gang's fabric level is a requirement.
+type FabricMode string
+
+const (
+	// FabricModeRequired: the gang runs inside one domain of its level or
+	// not at all.
+	FabricModeRequired FabricMode = "Required"
+	// FabricModePreferred: the gang runs in the lowest domain that fits,
+	// above its level when nothing at or below it fits.
+	FabricModePreferred FabricMode = "Preferred"
+)
+
+// FabricLevelAny is the fabric-level value that sets no upper bound.
+const FabricLevelAny = "any"
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// FabricTopologyArgs configures the FabricTopology plugin.
+type FabricTopologyArgs struct {
+	metav1.TypeMeta
+
+	// Fabric is the fabric tree.
+	Fabric FabricConfig
+	// DefaultLevel is the level of gangs whose PodGroup has no
+	// sluice.dev/fabric-level annotation: a level name or "any".
+	DefaultLevel string
+	// DefaultMode is the mode of gangs whose PodGroup has no
+	// sluice.dev/fabric-mode annotation.
+	DefaultMode FabricMode
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// GangArgs configures the Gang plugin (scheduler-plugins PodGroups).
+type GangArgs struct {
+	metav1.TypeMeta
+
+	// DefaultScheduleTimeoutSeconds is how long members of a gang wait at
+	// Permit for the rest of the gang when the PodGroup does not set
+	// scheduleTimeoutSeconds. When it expires the whole gang is rejected
+	// and its reserved GPUs are released.
+	DefaultScheduleTimeoutSeconds int64
+	// RejectedGangBackoffSeconds is how long a gang that was rejected as a
+	// whole stays out of the active queue before it is tried again.
+	RejectedGangBackoffSeconds int64
+}

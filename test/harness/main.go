@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package harness
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/klog/v2"
+)
+
+// LogEnv names the environment variable that keeps component logs on
+// stderr ("stderr") instead of in a per-package file.
+const LogEnv = "SLUICE_TEST_LOG"
+
+// redirectLogs sends the logs of the in-process components (apiserver,
+// etcd, scheduler, controllers) to a file, so test output stays readable;
+// when the package fails, the file's tail is printed. The returned func
+// restores stderr logging.
+func redirectLogs() (string, func(*int)) {
+	if os.Getenv(LogEnv) == "stderr" {
+		return "", func(*int) {}
+	}
+	f, err := os.CreateTemp("", "sluice-test-*.log")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "harness: logs stay on stderr: %v\n", err)
+		return "", func(*int) {}
+	}
+	klog.LogToStderr(false)
+	klog.SetOutput(f)
+	etcdLogFile = f.Name() + ".etcd"
+	return f.Name(), func(code *int) {
+		klog.Flush()
+		klog.LogToStderr(true)
+		_ = f.Close()
+		if *code != 0 {
+			printTail(f.Name(), 150)
+		}
+		fmt.Fprintf(os.Stderr, "harness: component logs: %s (set %s=stderr to see them live)\n", f.Name(), LogEnv)
+	}
+}
+
+func printTail(file string, lines int) {
+	f, err := os.Open(file)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var tail []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		tail = append(tail, sc.Text())
+		if len(tail) > lines {
+			tail = tail[1:]
+		}
+	}
+	fmt.Fprintf(os.Stderr, "harness: last %d lines of component logs:\n%s\n", len(tail), strings.Join(tail, "\n"))
+}
+
+var (
+	sharedMu sync.Mutex
+	shared   *ControlPlane
+)
+
+// Main runs a test package against one control plane (etcd +
+// kube-apiserver) that all its tests share, each in its own namespace:
+//
+//	func TestMain(m *testing.M) { harness.Main(m) }
+//
+// Starting a control plane costs 2-4 s and 150-300 MB, so one per package
+// keeps the suite fast. A package that cannot start one fails; it never
+// skips.
+func Main(m *testing.M, extraAPIServerFlags ...string) {
+	os.Exit(runMain(m, extraAPIServerFlags))
+}
+
+func runMain(m *testing.M, extraFlags []string) (code int) {
+	logFile, restoreLogs := redirectLogs()
+	defer restoreLogs(&code)
+	tb := newPackageTB("harness")
+	if logFile != "" {
+		if f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			defer f.Close()
+			tb.out = f
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(packageFatal); !ok {
+				panic(r)
+			}
+			fmt.Fprintf(os.Stderr, "harness: control plane failed: %v\n", r)
+			code = 1
+		}
+		tb.runCleanups()
+	}()
+	cp, err := StartControlPlane(tb, extraFlags...)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "harness: %v\n", err)
+		return 1
+	}
+	defer cp.Stop()
+	sharedMu.Lock()
+	shared = cp
+	sharedMu.Unlock()
+	return m.Run()
+}
+
+// Shared returns the package's control plane; it fails the test when the
+// package's TestMain does not call Main.
+func Shared(t testing.TB) *ControlPlane {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared == nil {
+		t.Fatal("harness: no control plane: the package's TestMain must call harness.Main(m)")
+	}
+	return shared
+}
+
+// packageFatal is the panic value of packageTB.FailNow.
+type packageFatal string
+
+// packageTB is the testing.TB of a whole test package: kube-apiserver's test
+// server wants one for logging and cleanups, and a *testing.T would stop the
+// server when its own test ends.
+type packageTB struct {
+	name     string
+	out      io.Writer
+	mu       sync.Mutex
+	cleanups []func()
+	failed   bool
+}
+
+func newPackageTB(name string) *packageTB { return &packageTB{name: name, out: os.Stderr} }
+
+func (tb *packageTB) Attr(key, value string) {}
+func (tb *packageTB) Chdir(dir string) {
+	if err := os.Chdir(dir); err != nil {
+		tb.Fatalf("chdir %s: %v", dir, err)
+	}
+}
+func (tb *packageTB) Cleanup(f func()) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	tb.cleanups = append(tb.cleanups, f)
+}
+func (tb *packageTB) runCleanups() {
+	tb.mu.Lock()
+	cleanups := tb.cleanups
+	tb.cleanups = nil
+	tb.mu.Unlock()
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
+}
+func (tb *packageTB) Error(args ...any) { tb.Log(args...); tb.Fail() }
+func (tb *packageTB) Errorf(format string, args ...any) {
+	tb.Logf(format, args...)
+	tb.Fail()
+}
+func (tb *packageTB) Fail() {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	tb.failed = true
+}
+func (tb *packageTB) FailNow() {
+	tb.Fail()
+	panic(packageFatal("FailNow called"))
+}
+func (tb *packageTB) Failed() bool {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return tb.failed
+}
+func (tb *packageTB) Fatal(args ...any) { tb.Log(args...); tb.FailNow() }
+func (tb *packageTB) Fatalf(format string, args ...any) {
+	tb.Logf(format, args...)
+	tb.FailNow()
+}
+func (tb *packageTB) Helper() {}
+func (tb *packageTB) Log(args ...any) {
+	fmt.Fprintln(os.Stderr, append([]any{tb.name + ":"}, args...)...)
+}
+func (tb *packageTB) Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, tb.name+": "+format+"\n", args...)
+}
+func (tb *packageTB) Name() string { return tb.name }
+func (tb *packageTB) Setenv(key, value string) {
+	old, had := os.LookupEnv(key)
+	if err := os.Setenv(key, value); err != nil {
+		tb.Fatalf("setenv %s: %v", key, err)
+	}
+	tb.Cleanup(func() {
+		if had {
+			_ = os.Setenv(key, old)
+		} else {
+			_ = os.Unsetenv(key)
+		}
+	})
+}
+
+// A package-wide control plane has nothing to skip: skipping would hide a
+// missing component, so these fail instead.
+func (tb *packageTB) Skip(args ...any)                 { tb.Fatal(append([]any{"skip requested:"}, args...)...) }
+func (tb *packageTB) Skipf(format string, args ...any) { tb.Fatalf("skip requested: "+format, args...) }
+func (tb *packageTB) SkipNow()                         { tb.Fatal("skip requested") }
+func (tb *packageTB) Skipped() bool                    { return false }
+func (tb *packageTB) TempDir() string {
+	dir, err := os.MkdirTemp("", "sluice-harness")
+	if err != nil {
+		tb.Fatalf("temp dir: %v", err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// DefaultTimeout bounds every wait of the harness. It is generous: waits
+// return as soon as their condition holds, and CI machines are slow.
+const DefaultTimeout = 60 * time.Second
+
+// Eventually polls cond every 100 ms until it returns true, and fails the
+// test with describe()'s text when timeout passes first.
+func Eventually(t testing.TB, timeout time.Duration, cond func(context.Context) (bool, error), describe func() string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, cond)
+	if err != nil {
+		t.Fatalf("after %v: %s (%v)", timeout, describe(), err)
+	}
+}
+
+// WaitForPodsBound waits until every named pod in ns is bound to a node and
+// returns pod name -> node name. The failure message lists the pods still
+// pending with the scheduler's reason.
+func WaitForPodsBound(t testing.TB, cs kubernetes.Interface, ns string, names ...string) map[string]string {
+	t.Helper()
+	bound := map[string]string{}
+	var pending []*v1.Pod
+	Eventually(t, DefaultTimeout, func(ctx context.Context) (bool, error) {
+		pending = pending[:0]
+		for _, name := range names {
+			if _, ok := bound[name]; ok {
+				continue
+			}
+			pod, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if pod.Spec.NodeName != "" {
+				bound[name] = pod.Spec.NodeName
+				continue
+			}
+			pending = append(pending, pod)
+		}
+		return len(pending) == 0, nil
+	}, func() string { return "pods not bound: " + describePods(pending) })
+	return bound
+}
+
+// WaitForPodsUnschedulable waits until the scheduler has reported every named
+// pod unschedulable (PodScheduled=False, reason Unschedulable) and returns
+// the condition messages by pod name. It fails if any of them gets bound.
+func WaitForPodsUnschedulable(t testing.TB, cs kubernetes.Interface, ns string, names ...string) map[string]string {
+	t.Helper()
+	messages := map[string]string{}
+	var waiting []*v1.Pod
+	Eventually(t, DefaultTimeout, func(ctx context.Context) (bool, error) {
+		waiting = waiting[:0]
+		for _, name := range names {
+			pod, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if pod.Spec.NodeName != "" {
+				return false, fmt.Errorf("pod %s was bound to %s, want unschedulable", name, pod.Spec.NodeName)
+			}
+			if c := podScheduledCondition(pod); c != nil && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
+				messages[name] = c.Message
+				continue
+			}
+			waiting = append(waiting, pod)
+		}
+		return len(waiting) == 0, nil
+	}, func() string { return "pods not reported unschedulable: " + describePods(waiting) })
+	return messages
+}
+
+// ExpectPodsPending checks that the named pods stay unbound for d.
+func ExpectPodsPending(t testing.TB, cs kubernetes.Interface, ns string, d time.Duration, names ...string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		for _, name := range names {
+			pod, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("getting pod %s: %v", name, err)
+			}
+			if pod.Spec.NodeName != "" {
+				t.Fatalf("pod %s was bound to %s, want it pending", name, pod.Spec.NodeName)
+			}
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func podScheduledCondition(pod *v1.Pod) *v1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == v1.PodScheduled {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func describePods(pods []*v1.Pod) string {
+	var parts []string
+	for _, p := range pods {
+		reason := "not yet attempted"
+		if c := podScheduledCondition(p); c != nil {
+			reason = fmt.Sprintf("%s: %s", c.Reason, c.Message)
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", p.Name, reason))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
+// PodEvents returns the messages of the events about a pod, oldest first.
+func PodEvents(t testing.TB, cs kubernetes.Interface, ns, pod string) []string {
+	t.Helper()
+	list, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + pod,
+	})
+	if err != nil {
+		t.Fatalf("listing events of %s: %v", pod, err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		return list.Items[i].LastTimestamp.Before(&list.Items[j].LastTimestamp)
+	})
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, e.Reason+": "+e.Message)
+	}
+	return out
+}
