@@ -11,6 +11,9 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
+	"github.com/sluice-sched/sluice/pkg/plugins/fabrictopology"
+	"github.com/sluice-sched/sluice/pkg/plugins/gang"
+
 	// Registers the typed plugin args into kube-scheduler's config scheme,
 	// so a KubeSchedulerConfiguration that configures sluice's plugins
 	// decodes, defaults and converts them strictly.
@@ -20,7 +23,10 @@ import (
 // Registry returns sluice's out-of-tree plugins by name. kube-scheduler
 // merges it with the in-tree registry; a name clash is an error at start-up.
 func Registry() frameworkruntime.Registry {
-	return frameworkruntime.Registry{}
+	return frameworkruntime.Registry{
+		fabrictopology.Name: fabrictopology.New,
+		gang.Name:           gang.New,
+	}
 }
 
 // Options returns Registry as kube-scheduler command options, for

@@ -5,6 +5,7 @@ package harness
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -34,6 +35,10 @@ func redirectLogs() (string, func(*int)) {
 	}
 	klog.LogToStderr(false)
 	klog.SetOutput(f)
+	// klog copies errors to stderr by default; keep them in the file too.
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("stderrthreshold", "FATAL")
 	etcdLogFile = f.Name() + ".etcd"
 	return f.Name(), func(code *int) {
 		klog.Flush()
@@ -77,11 +82,34 @@ var (
 // Starting a control plane costs 2-4 s and 150-300 MB, so one per package
 // keeps the suite fast. A package that cannot start one fails; it never
 // skips.
-func Main(m *testing.M, extraAPIServerFlags ...string) {
-	os.Exit(runMain(m, extraAPIServerFlags))
+func Main(m *testing.M, opts ...Option) {
+	var o mainOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	os.Exit(runMain(m, o))
 }
 
-func runMain(m *testing.M, extraFlags []string) (code int) {
+// Option configures the package's control plane.
+type Option func(*mainOptions)
+
+type mainOptions struct {
+	apiServerFlags []string
+	crds           []string
+}
+
+// WithAPIServerFlags adds kube-apiserver flags.
+func WithAPIServerFlags(flags ...string) Option {
+	return func(o *mainOptions) { o.apiServerFlags = append(o.apiServerFlags, flags...) }
+}
+
+// WithCRDs installs the CustomResourceDefinitions in these files (relative
+// to the module root) before the tests run.
+func WithCRDs(files ...string) Option {
+	return func(o *mainOptions) { o.crds = append(o.crds, files...) }
+}
+
+func runMain(m *testing.M, o mainOptions) (code int) {
 	logFile, restoreLogs := redirectLogs()
 	defer restoreLogs(&code)
 	tb := newPackageTB("harness")
@@ -101,12 +129,16 @@ func runMain(m *testing.M, extraFlags []string) (code int) {
 		}
 		tb.runCleanups()
 	}()
-	cp, err := StartControlPlane(tb, extraFlags...)
+	cp, err := StartControlPlane(tb, o.apiServerFlags...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "harness: %v\n", err)
 		return 1
 	}
 	defer cp.Stop()
+	if err := InstallCRDs(cp, moduleRootFromWD(), o.crds...); err != nil {
+		fmt.Fprintf(os.Stderr, "harness: %v\n", err)
+		return 1
+	}
 	sharedMu.Lock()
 	shared = cp
 	sharedMu.Unlock()
@@ -187,10 +219,10 @@ func (tb *packageTB) Fatalf(format string, args ...any) {
 }
 func (tb *packageTB) Helper() {}
 func (tb *packageTB) Log(args ...any) {
-	fmt.Fprintln(os.Stderr, append([]any{tb.name + ":"}, args...)...)
+	fmt.Fprintln(tb.out, append([]any{tb.name + ":"}, args...)...)
 }
 func (tb *packageTB) Logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, tb.name+": "+format+"\n", args...)
+	fmt.Fprintf(tb.out, tb.name+": "+format+"\n", args...)
 }
 func (tb *packageTB) Name() string { return tb.name }
 func (tb *packageTB) Setenv(key, value string) {

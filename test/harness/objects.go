@@ -10,10 +10,14 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -185,7 +189,11 @@ func NewNamespace(t testing.TB, cs kubernetes.Interface) string {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		_ = cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+		// No namespace controller runs: delete the pods here, so pending
+		// pods of this test never reach the next test's scheduler.
+		ctx := context.Background()
+		_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+		_ = cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 	})
 	return name
 }
@@ -222,5 +230,72 @@ func CreatePods(t testing.TB, cs kubernetes.Interface, pods ...*v1.Pod) {
 		if _, err := cs.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating pod %s/%s: %v", p.Namespace, p.Name, err)
 		}
+	}
+}
+
+// OnNode binds the pod to a node directly, bypassing every scheduler (a
+// filler that occupies resources).
+func (b *PodBuilder) OnNode(name string) *PodBuilder {
+	b.pod.Spec.NodeName = name
+	return b
+}
+
+// SchedulingGate adds a scheduling gate: no scheduler considers the pod
+// until the gate is removed.
+func (b *PodBuilder) SchedulingGate(name string) *PodBuilder {
+	b.pod.Spec.SchedulingGates = append(b.pod.Spec.SchedulingGates, v1.PodSchedulingGate{Name: name})
+	return b
+}
+
+// NativePodGroup is a scheduling.k8s.io/v1beta1 gang PodGroup.
+func NativePodGroup(ns, name string, minCount int32, annotations map[string]string) *schedulingv1beta1.PodGroup {
+	return &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+				Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount},
+			},
+		},
+	}
+}
+
+// LabelPodGroup is a scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1).
+func LabelPodGroup(ns, name string, minMember int32, timeoutSeconds int32, annotations map[string]string) *unstructured.Unstructured {
+	spec := map[string]any{"minMember": int64(minMember)}
+	if timeoutSeconds > 0 {
+		spec["scheduleTimeoutSeconds"] = int64(timeoutSeconds)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.x-k8s.io/v1alpha1",
+		"kind":       "PodGroup",
+		"metadata":   map[string]any{"namespace": ns, "name": name},
+		"spec":       spec,
+	}}
+	if annotations != nil {
+		u.SetAnnotations(annotations)
+	}
+	return u
+}
+
+// LabelPodGroupResource is the scheduler-plugins PodGroup resource.
+var LabelPodGroupResource = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+
+// CreateLabelPodGroup creates a scheduler-plugins PodGroup.
+func CreateLabelPodGroup(t testing.TB, cp *ControlPlane, pg *unstructured.Unstructured) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(LabelPodGroupResource).Namespace(pg.GetNamespace()).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PodGroup %s/%s: %v", pg.GetNamespace(), pg.GetName(), err)
+	}
+}
+
+// CreateNativePodGroup creates a scheduling.k8s.io/v1beta1 PodGroup.
+func CreateNativePodGroup(t testing.TB, cs kubernetes.Interface, pg *schedulingv1beta1.PodGroup) {
+	t.Helper()
+	if _, err := cs.SchedulingV1beta1().PodGroups(pg.Namespace).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PodGroup %s/%s: %v", pg.Namespace, pg.Name, err)
 	}
 }

@@ -168,9 +168,17 @@ func (s *Scheduler) Stop() {
 // directory (go test runs in the package's directory).
 func ModuleRoot(t testing.TB) string {
 	t.Helper()
+	root := moduleRootFromWD()
+	if root == "" {
+		t.Fatalf("no go.mod above the working directory")
+	}
+	return root
+}
+
+func moduleRootFromWD() string {
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Fatalf("working directory: %v", err)
+		return ""
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
@@ -178,7 +186,7 @@ func ModuleRoot(t testing.TB) string {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatalf("no go.mod above the working directory")
+			return ""
 		}
 		dir = parent
 	}

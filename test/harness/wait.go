@@ -130,14 +130,45 @@ func describePods(pods []*v1.Pod) string {
 	return strings.Join(parts, "; ")
 }
 
-// PodEvents returns the messages of the events about a pod, oldest first.
+// PodEvents returns "reason: message" of the events about a pod, oldest
+// first.
 func PodEvents(t testing.TB, cs kubernetes.Interface, ns, pod string) []string {
 	t.Helper()
+	return ObjectEvents(t, cs, ns, "Pod", pod)
+}
+
+// WaitForEvent waits until an event about the object (kind, name) contains
+// every string in want, and returns its "reason: message".
+func WaitForEvent(t testing.TB, cs kubernetes.Interface, ns, kind, name string, want ...string) string {
+	t.Helper()
+	var got []string
+	var match string
+	Eventually(t, DefaultTimeout, func(context.Context) (bool, error) {
+		got = ObjectEvents(t, cs, ns, kind, name)
+		for _, e := range got {
+			all := true
+			for _, w := range want {
+				all = all && strings.Contains(e, w)
+			}
+			if all {
+				match = e
+				return true, nil
+			}
+		}
+		return false, nil
+	}, func() string { return fmt.Sprintf("no event on %s %s/%s contains %q; events: %q", kind, ns, name, want, got) })
+	return match
+}
+
+// ObjectEvents returns "reason: message" of the events about an object,
+// oldest first.
+func ObjectEvents(t testing.TB, cs kubernetes.Interface, ns, kind, name string) []string {
+	t.Helper()
 	list, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + pod,
+		FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name,
 	})
 	if err != nil {
-		t.Fatalf("listing events of %s: %v", pod, err)
+		t.Fatalf("listing events of %s %s: %v", kind, name, err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool {
 		return list.Items[i].LastTimestamp.Before(&list.Items[j].LastTimestamp)

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+// Package capacity answers "how many more pods shaped like this one fit on
+// this node?", the per-node number that fabric placement and overflow
+// preemption sum over the fabric tree.
+package capacity
+
+import (
+	"math"
+
+	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// Shape is what one pod requests.
+type Shape struct {
+	MilliCPU int64
+	Memory   int64
+	Scalar   map[v1.ResourceName]int64
+
+	pod      *v1.Pod
+	affinity nodeaffinity.RequiredNodeAffinity
+}
+
+// ShapeOf is the shape of pod. For a gang, pass its largest member.
+func ShapeOf(pod *v1.Pod) Shape {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	s := Shape{Scalar: map[v1.ResourceName]int64{}, pod: pod, affinity: nodeaffinity.GetRequiredNodeAffinity(pod)}
+	for name, q := range reqs {
+		switch name {
+		case v1.ResourceCPU:
+			s.MilliCPU = q.MilliValue()
+		case v1.ResourceMemory:
+			s.Memory = q.Value()
+		case v1.ResourcePods, v1.ResourceEphemeralStorage:
+		default:
+			if q.Value() > 0 {
+				s.Scalar[name] = q.Value()
+			}
+		}
+	}
+	return s
+}
+
+// Largest returns the pod of pods with the most of resource (then the most
+// CPU), the conservative template for a gang of mixed pods.
+func Largest(pods []*v1.Pod, resource v1.ResourceName) *v1.Pod {
+	var best *v1.Pod
+	var bestR, bestCPU int64
+	for _, p := range pods {
+		reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		r, cpu := reqs.Name(resource, "").Value(), reqs.Cpu().MilliValue()
+		if best == nil || r > bestR || (r == bestR && cpu > bestCPU) {
+			best, bestR, bestCPU = p, r, cpu
+		}
+	}
+	return best
+}
+
+// Eligible reports whether the pod may run on the node at all, whatever the
+// free resources: the node is schedulable (or tolerated), has no NoSchedule
+// or NoExecute taint the pod does not tolerate, and matches its node
+// selector and required node affinity.
+func (s Shape) Eligible(node *v1.Node) bool {
+	if node == nil {
+		return false
+	}
+	if node.Spec.Unschedulable && !tolerates(s.pod, &v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}) {
+		return false
+	}
+	if _, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, s.pod.Spec.Tolerations, func(t *v1.Taint) bool {
+		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+	}, false); untolerated {
+		return false
+	}
+	ok, _ := s.affinity.Match(node)
+	return ok
+}
+
+func tolerates(pod *v1.Pod, taint *v1.Taint) bool {
+	return v1helper.TolerationsTolerateTaint(klog.Background(), pod.Spec.Tolerations, taint, false)
+}
+
+// Slots is how many more pods of this shape fit in the node's free
+// resources (allocatable minus requested), minus `held` of each scalar
+// resource that something outside Kubernetes holds (e.g. GPUs in Slurm
+// jobs). It is 0 for nodes the pod is not Eligible for.
+func (s Shape) Slots(ni fwk.NodeInfo, held map[v1.ResourceName]int64) int {
+	if !s.Eligible(ni.Node()) {
+		return 0
+	}
+	alloc, used := ni.GetAllocatable(), ni.GetRequested()
+	slots := int64(alloc.GetAllowedPodNumber() - len(ni.GetPods()))
+	fit := func(free, want int64) {
+		if want > 0 {
+			slots = min(slots, max(free, 0)/want)
+		}
+	}
+	fit(alloc.GetMilliCPU()-used.GetMilliCPU(), s.MilliCPU)
+	fit(alloc.GetMemory()-used.GetMemory(), s.Memory)
+	allocScalar, usedScalar := alloc.GetScalarResources(), used.GetScalarResources()
+	for name, want := range s.Scalar {
+		fit(allocScalar[name]-usedScalar[name]-held[name], want)
+	}
+	if slots > math.MaxInt32 {
+		slots = math.MaxInt32
+	}
+	return int(max(slots, 0))
+}
+
+// Free is the node's free amount of a scalar resource (e.g. GPUs), minus
+// what is held outside Kubernetes.
+func Free(ni fwk.NodeInfo, resource v1.ResourceName, held int64) int64 {
+	return max(ni.GetAllocatable().GetScalarResources()[resource]-ni.GetRequested().GetScalarResources()[resource]-held, 0)
+}

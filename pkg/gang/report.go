@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package gang
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	schedulingv1beta1ac "k8s.io/client-go/applyconfigurations/scheduling/v1beta1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
+)
+
+// FieldManager is sluice's server-side-apply field manager.
+const FieldManager = "sluice-scheduler"
+
+// Reporter tells users about gangs: Events on PodGroups and their pods, and
+// PodGroup status conditions. Conditions are written by a background
+// worker with server-side apply (so they merge with the conditions
+// kube-scheduler writes), only when they change, and never from inside a
+// scheduling cycle.
+type Reporter struct {
+	client   kubernetes.Interface
+	dyn      dynamic.Interface
+	recorder events.EventRecorderLogger
+	queue    workqueue.TypedInterface[Key]
+
+	mu      sync.Mutex
+	desired map[Key]metav1.Condition
+	written map[Key]metav1.Condition
+}
+
+// NewReporter starts a reporter that stops with ctx.
+func NewReporter(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, recorder events.EventRecorderLogger) (*Reporter, error) {
+	r := &Reporter{
+		client:   client,
+		recorder: recorder,
+		queue:    workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[Key]{Name: "sluice-gang-status"}),
+		desired:  map[Key]metav1.Condition{},
+		written:  map[Key]metav1.Condition{},
+	}
+	if cfg != nil {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		r.dyn = dyn
+	}
+	go func() {
+		<-ctx.Done()
+		r.queue.ShutDown()
+	}()
+	go func() {
+		for r.writeNext(ctx) {
+		}
+	}()
+	return r, nil
+}
+
+// Event records an event about a PodGroup (obj is a *schedulingv1beta1.PodGroup
+// or a *v1alpha1.PodGroup) and the same event on each member pod.
+func (r *Reporter) Event(obj runtime.Object, pods []*v1.Pod, eventType, reason, action, message string) {
+	if r.recorder == nil {
+		return
+	}
+	if ref := objectRef(obj); ref != nil {
+		r.recorder.Eventf(ref, nil, eventType, reason, action, "%s", message)
+	}
+	for _, p := range pods {
+		r.recorder.Eventf(p, nil, eventType, reason, action, "%s", message)
+	}
+}
+
+func objectRef(obj runtime.Object) *v1.ObjectReference {
+	switch pg := obj.(type) {
+	case *v1alpha1.PodGroup:
+		return &v1.ObjectReference{
+			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodGroup",
+			Namespace: pg.Namespace, Name: pg.Name, UID: pg.UID, ResourceVersion: pg.ResourceVersion,
+		}
+	case interface {
+		GetNamespace() string
+		GetName() string
+		GetUID() types.UID
+		GetResourceVersion() string
+	}:
+		return &v1.ObjectReference{
+			APIVersion: "scheduling.k8s.io/v1beta1", Kind: "PodGroup",
+			Namespace: pg.GetNamespace(), Name: pg.GetName(), UID: pg.GetUID(), ResourceVersion: pg.GetResourceVersion(),
+		}
+	}
+	return nil
+}
+
+// SetCondition asks for cond on the gang's PodGroup status. Repeating the
+// condition last written (same status, reason and message) does nothing.
+func (r *Reporter) SetCondition(key Key, cond metav1.Condition) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.written[key]; ok && w.Status == cond.Status && w.Reason == cond.Reason && w.Message == cond.Message {
+		delete(r.desired, key)
+		return
+	}
+	if cond.LastTransitionTime.IsZero() {
+		cond.LastTransitionTime = metav1.Now()
+	}
+	r.desired[key] = cond
+	r.queue.Add(key)
+}
+
+// Forget drops what the reporter remembers of a gang.
+func (r *Reporter) Forget(key Key) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.desired, key)
+	delete(r.written, key)
+}
+
+func (r *Reporter) writeNext(ctx context.Context) bool {
+	key, quit := r.queue.Get()
+	if quit {
+		return false
+	}
+	defer r.queue.Done(key)
+	r.mu.Lock()
+	cond, ok := r.desired[key]
+	delete(r.desired, key)
+	r.mu.Unlock()
+	if !ok {
+		return true
+	}
+	if err := r.apply(ctx, key, cond); err != nil {
+		klog.FromContext(ctx).V(2).Info("Could not write PodGroup condition", "podGroup", key, "condition", cond.Type, "err", err)
+		return true
+	}
+	r.mu.Lock()
+	r.written[key] = cond
+	r.mu.Unlock()
+	return true
+}
+
+func (r *Reporter) apply(ctx context.Context, key Key, cond metav1.Condition) error {
+	condAC := metav1ac.Condition().
+		WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).
+		WithMessage(cond.Message).WithLastTransitionTime(cond.LastTransitionTime)
+	switch key.API {
+	case Native:
+		ac := schedulingv1beta1ac.PodGroup(key.Name, key.Namespace).
+			WithStatus(schedulingv1beta1ac.PodGroupStatus().WithConditions(condAC))
+		_, err := r.client.SchedulingV1beta1().PodGroups(key.Namespace).ApplyStatus(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		return err
+	case Label:
+		if r.dyn == nil {
+			return fmt.Errorf("no dynamic client")
+		}
+		body, err := json.Marshal(map[string]any{
+			"apiVersion": v1alpha1.SchemeGroupVersion.String(),
+			"kind":       "PodGroup",
+			"metadata":   map[string]any{"name": key.Name, "namespace": key.Namespace},
+			"status":     map[string]any{"conditions": []any{condAC}},
+		})
+		if err != nil {
+			return err
+		}
+		_, err = r.dyn.Resource(v1alpha1.Resource).Namespace(key.Namespace).Patch(ctx, key.Name, types.ApplyPatchType, body,
+			metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)}, "status")
+		return err
+	}
+	return fmt.Errorf("unknown gang API %q", key.API)
+}

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package fabrictopology
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/sluice-sched/sluice/pkg/apis/config"
+	"github.com/sluice-sched/sluice/pkg/capacity"
+	"github.com/sluice-sched/sluice/pkg/fabric"
+	"github.com/sluice-sched/sluice/pkg/gang"
+)
+
+// candidatesAtLowest is how many domains of the lowest fitting level are
+// offered as placements; every higher level adds its best domain as a
+// fallback. Each placement costs one simulated scheduling of the gang, so
+// the number stays small.
+const candidatesAtLowest = 2
+
+// gangPlan is what a placement decision needs to know about a gang.
+type gangPlan struct {
+	key     gang.Key
+	request gang.FabricRequest
+	// pods is the number of members to place now; minPods the fewest that
+	// let the gang run (its minimum minus members already placed).
+	pods, minPods int
+	// template is the largest member: every member is assumed that big.
+	template *v1.Pod
+	// pinned are the nodes of members already placed.
+	pinned []string
+}
+
+// decision is the outcome of planning: candidate placements, best first,
+// or an explanation of why there are none.
+type decision struct {
+	tree       *fabric.Tree
+	overlay    *fabric.Overlay
+	candidates []fabric.Placement
+	// pods is how many members the candidates place.
+	pods        int
+	explanation string
+	// fallback, when nothing holds the gang, is the domain of the highest
+	// allowed level with the most room (see GeneratePlacements).
+	fallback *fabric.Domain
+}
+
+// decide plans a gang over nodes.
+func (pl *FabricTopology) decide(tree *fabric.Tree, nodes []fwk.NodeInfo, p gangPlan) decision {
+	shape := capacity.ShapeOf(p.template)
+	slots := make([]int, tree.NumNodes())
+	for _, ni := range nodes {
+		if i, ok := tree.NodeIndex(ni.Node().Name); ok {
+			slots[i] = shape.Slots(ni, nil)
+		}
+	}
+	overlay := tree.Overlay(slots)
+	var pinned []int
+	for _, name := range p.pinned {
+		if i, ok := tree.NodeIndex(name); ok {
+			pinned = append(pinned, i)
+		}
+	}
+	maxLevel := levelIndex(tree, p.request)
+	counts := []int{p.pods}
+	if p.minPods > 0 && p.minPods < p.pods {
+		counts = append(counts, p.minPods)
+	}
+	for _, n := range counts {
+		req := fabric.Request{Pods: n, MaxLevel: maxLevel, Pinned: pinned}
+		cands := trim(overlay.Candidates(req, candidatesAtLowest))
+		if len(cands) == 0 && p.request.Mode == config.FabricModePreferred && maxLevel < tree.RootLevel() {
+			req.MaxLevel = tree.RootLevel()
+			cands = trim(overlay.Candidates(req, candidatesAtLowest))
+		}
+		if len(cands) > 0 {
+			return decision{tree: tree, overlay: overlay, candidates: cands, pods: n}
+		}
+	}
+	if p.request.Mode == config.FabricModePreferred {
+		maxLevel = tree.RootLevel()
+	}
+	return decision{tree: tree, overlay: overlay, explanation: pl.explain(tree, overlay, p, maxLevel, pinned),
+		fallback: roomiest(tree, overlay, maxLevel, pinned)}
+}
+
+// roomiest is the domain of a level, containing the pinned nodes, with the
+// most free slots (the first by name on a tie); nil if the level is empty.
+func roomiest(tree *fabric.Tree, o *fabric.Overlay, level int, pinned []int) *fabric.Domain {
+	var best *fabric.Domain
+	for _, d := range tree.Domains(level) {
+		if len(pinned) > 0 && !tree.Contains(d, pinned[0]) {
+			continue
+		}
+		if best == nil || o.Free(d) > o.Free(best) {
+			best = d
+		}
+	}
+	return best
+}
+
+// trim keeps candidatesAtLowest placements of the lowest level and the best
+// of each higher level.
+func trim(cands []fabric.Placement) []fabric.Placement {
+	var out []fabric.Placement
+	for i, c := range cands {
+		if i == 0 || c.Domain.Level != cands[0].Domain.Level {
+			if len(out) > 0 && out[len(out)-1].Domain.Level == c.Domain.Level {
+				continue
+			}
+			out = append(out, c)
+			continue
+		}
+		if len(out) < candidatesAtLowest {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// explain says in numbers why no domain holds the gang, e.g. "gang of 32
+// pods (8 nvidia.com/gpu each) needs one leaf with room for 32 pods; the
+// largest leaf has room for 24, the cluster for 40".
+func (pl *FabricTopology) explain(tree *fabric.Tree, o *fabric.Overlay, p gangPlan, maxLevel int, pinned []int) string {
+	size := "its requests"
+	if gpus := capacity.ShapeOf(p.template).Scalar[pl.gpu]; gpus > 0 {
+		size = fmt.Sprintf("%d %s", gpus, pl.gpu)
+	}
+	need := p.pods
+	if p.minPods > 0 && p.minPods < need {
+		need = p.minPods
+	}
+	cluster := o.Free(tree.Root())
+	if p.request.Mode == config.FabricModePreferred || maxLevel >= tree.RootLevel() {
+		return fmt.Sprintf("gang %s of %d pods (%s each) needs room for %d pods; the cluster has room for %d",
+			p.key.Name, p.pods, size, need, cluster)
+	}
+	levelName := tree.LevelName(maxLevel)
+	largest, where := 0, "none"
+	if d := roomiest(tree, o, maxLevel, pinned); d != nil {
+		largest, where = o.Free(d), d.Name
+	}
+	pinnedNote := ""
+	if len(pinned) > 0 {
+		pinnedNote = fmt.Sprintf(" (the one holding its %d placed members)", len(pinned))
+	}
+	return fmt.Sprintf("gang %s of %d pods (%s each) needs one %s with room for %d pods; the largest %s%s, %s, has room for %d, the cluster for %d",
+		p.key.Name, p.pods, size, levelName, need, levelName, pinnedNote, where, largest, cluster)
+}
+
+// nodesOf lists the nodes of a placement's parts (the whole domain when it
+// is a node or has no parts), limited to the given NodeInfos.
+func nodesOf(tree *fabric.Tree, p fabric.Placement, byIndex map[int]fwk.NodeInfo) []fwk.NodeInfo {
+	parts := p.Parts
+	if len(parts) == 0 {
+		parts = []*fabric.Domain{p.Domain}
+	}
+	var out []fwk.NodeInfo
+	for _, d := range parts {
+		for _, i := range tree.NodesOf(d) {
+			if ni, ok := byIndex[i]; ok {
+				out = append(out, ni)
+			}
+		}
+	}
+	return out
+}
+
+// indexNodes maps tree node indices to the given NodeInfos.
+func indexNodes(tree *fabric.Tree, nodes []fwk.NodeInfo) map[int]fwk.NodeInfo {
+	out := make(map[int]fwk.NodeInfo, len(nodes))
+	for _, ni := range nodes {
+		if i, ok := tree.NodeIndex(ni.Node().Name); ok {
+			out[i] = ni
+		}
+	}
+	return out
+}

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+// Package gang is the Gang plugin: all-or-nothing scheduling of gangs
+// declared with scheduler-plugins PodGroups (scheduling.x-k8s.io/v1alpha1,
+// pod label scheduling.x-k8s.io/pod-group), for clusters that do not serve
+// the native Workload/PodGroup API. Native gangs are kube-scheduler's own
+// GangScheduling plugin's job.
+//
+// A gang's members stay out of the active queue until minMember of them
+// exist (PreEnqueue). Placed members wait at Permit until minMember are
+// placed, then all are allowed at once. If the rest do not follow within the
+// PodGroup's scheduleTimeoutSeconds, or a member is found unschedulable,
+// every waiting member is rejected and its resources are released: nothing
+// of a gang binds unless minMember of it do. A rejected gang backs off
+// before it is tried again, so competing gangs cannot deadlock each other.
+package gang
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/sluice-sched/sluice/pkg/apis/config"
+	"github.com/sluice-sched/sluice/pkg/apis/config/validation"
+	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
+	"github.com/sluice-sched/sluice/pkg/gang"
+)
+
+// Name is the plugin's name in the registry and in configurations.
+const Name = "Gang"
+
+// Reasons in statuses and events, for users to grep.
+const (
+	ReasonWaitingForPodGroup = "WaitingForPodGroup"
+	ReasonWaitingForMembers  = "WaitingForMembers"
+	ReasonGangRejected       = "GangRejected"
+	ReasonMalformedPodGroup  = "MalformedPodGroup"
+)
+
+// Gang is the plugin.
+type Gang struct {
+	handle    fwk.Handle
+	args      *config.GangArgs
+	podGroups *gang.PodGroups
+	members   *gang.Members
+	reporter  *gang.Reporter
+
+	mu sync.Mutex
+	// backoff holds gangs that were rejected as a whole, until when.
+	backoff map[gang.Key]time.Time
+}
+
+var (
+	_ fwk.PreEnqueuePlugin  = &Gang{}
+	_ fwk.PostFilterPlugin  = &Gang{}
+	_ fwk.ReservePlugin     = &Gang{}
+	_ fwk.PermitPlugin      = &Gang{}
+	_ fwk.EnqueueExtensions = &Gang{}
+)
+
+// New builds the plugin from GangArgs.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, ok := obj.(*config.GangArgs)
+	if !ok {
+		return nil, fmt.Errorf("want args to be of type GangArgs, got %T", obj)
+	}
+	if err := validation.ValidateGangArgs(validation.ArgsPath(h.ProfileName(), Name), args); err != nil {
+		return nil, err
+	}
+	podGroups, err := gang.SharedPodGroups(ctx, h.ClientSet(), h.KubeConfig())
+	if err != nil {
+		return nil, err
+	}
+	reporter, err := gang.NewReporter(ctx, h.ClientSet(), h.KubeConfig(), h.EventRecorder())
+	if err != nil {
+		return nil, err
+	}
+	pl := &Gang{
+		handle:    h,
+		args:      args,
+		podGroups: podGroups,
+		members:   gang.NewMembers(h.SharedInformerFactory().Core().V1().Pods().Informer()),
+		reporter:  reporter,
+		backoff:   map[gang.Key]time.Time{},
+	}
+	// The scheduler has no informer for this CRD; PodGroup changes reach
+	// the gang's members by activating them.
+	activate := func(obj any) {
+		if pg, ok := obj.(*v1alpha1.PodGroup); ok {
+			pl.activate(klog.FromContext(ctx), gang.Key{API: gang.Label, Namespace: pg.Namespace, Name: pg.Name})
+		}
+	}
+	podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    activate,
+		UpdateFunc: func(_, obj any) { activate(obj) },
+	})
+	podGroups.OnSynced(func() {
+		for _, pg := range podGroups.List() {
+			activate(pg)
+		}
+	})
+	return pl, nil
+}
+
+// Name returns the plugin name.
+func (pl *Gang) Name() string { return Name }
+
+// labelGang returns the label gang of a pod.
+func labelGang(pod *v1.Pod) (gang.Key, bool) {
+	key, ok := gang.KeyOf(pod)
+	return key, ok && key.API == gang.Label
+}
+
+// minMember is a PodGroup's quorum; 0 or less means 1.
+func minMember(pg *v1alpha1.PodGroup) int { return max(int(pg.Spec.MinMember), 1) }
+
+// PreEnqueue keeps a label gang's members out of the active queue until
+// their PodGroup exists and has minMember live members, and while the gang
+// backs off after a rejection.
+func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	key, ok := labelGang(pod)
+	if !ok {
+		return nil
+	}
+	if !pl.podGroups.Served() {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+			"%s: %s PodGroups are not served by this cluster; install manifests/crds", ReasonWaitingForPodGroup, v1alpha1.SchemeGroupVersion))
+	}
+	pg, err := pl.podGroups.Get(key.Namespace, key.Name)
+	if err != nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: PodGroup %s/%s not found", ReasonWaitingForPodGroup, key.Namespace, key.Name))
+	}
+	if msg, bad := pg.Annotations[gang.MalformedAnnotation]; bad {
+		text := fmt.Sprintf("PodGroup %s/%s cannot be read: %s", key.Namespace, key.Name, msg)
+		pl.reporter.Event(pg, []*v1.Pod{pod}, v1.EventTypeWarning, ReasonMalformedPodGroup, "Scheduling", text)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonMalformedPodGroup+": "+text)
+	}
+	if until, ok := pl.backoffUntil(key); ok {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s/%s backs off until %s after its last rejection",
+			ReasonGangRejected, key.Namespace, key.Name, until.Format(time.RFC3339)))
+	}
+	members, err := pl.members.List(key.Namespace, key.Name)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if want := minMember(pg); len(members) < want {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s/%s has %d of its %d members",
+			ReasonWaitingForMembers, key.Namespace, key.Name, len(members), want))
+	}
+	return nil
+}
+
+func (pl *Gang) backoffUntil(key gang.Key) (time.Time, bool) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	until, ok := pl.backoff[key]
+	if ok && time.Now().After(until) {
+		delete(pl.backoff, key)
+		return time.Time{}, false
+	}
+	return until, ok
+}
+
+// EventsToRegister: a gang held back for missing members moves when a
+// member is created; one that did not fit moves when capacity appears.
+func (pl *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: isSiblingAdded},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint | fwk.UpdateNodeLabel}},
+	}, nil
+}
+
+// isSiblingAdded queues a pod when a new member of its gang appears.
+func isSiblingAdded(logger klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	added, ok := newObj.(*v1.Pod)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	key, ok := labelGang(pod)
+	if !ok {
+		return fwk.QueueSkip, nil
+	}
+	if other, ok := labelGang(added); ok && other == key {
+		logger.V(5).Info("Gang member added", "pod", klog.KObj(pod), "added", klog.KObj(added))
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// Reserve does nothing; Unreserve releases the whole gang.
+func (pl *Gang) Reserve(context.Context, fwk.CycleState, *v1.Pod, string) *fwk.Status { return nil }
+
+// Unreserve runs when a member is rejected after Reserve (at Permit, on
+// timeout, or when binding fails): no member of the gang may keep its
+// resources, so every waiting member is rejected too.
+func (pl *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	key, ok := labelGang(pod)
+	if !ok {
+		return
+	}
+	pl.rejectGang(ctx, key, fmt.Sprintf("member %s was rejected", pod.Name))
+}
+
+// PostFilter runs when a member fits nowhere: the gang cannot complete now,
+// so its waiting members release their resources for others (the end of
+// any deadlock between competing gangs) and the gang backs off. It returns
+// Unschedulable so the next PostFilter (overflow preemption) still runs.
+func (pl *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	key, ok := labelGang(pod)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	pl.rejectGang(ctx, key, fmt.Sprintf("member %s fits nowhere", pod.Name))
+	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s/%s released its members", key.Namespace, key.Name))
+}
+
+// rejectGang rejects every waiting member of a gang and makes it back off.
+func (pl *Gang) rejectGang(ctx context.Context, key gang.Key, why string) {
+	logger := klog.FromContext(ctx)
+	var rejected []*v1.Pod
+	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		p := wp.GetPod()
+		if k, ok := labelGang(p); ok && k == key {
+			rejected = append(rejected, p)
+		}
+	})
+	for _, p := range rejected {
+		if wp := pl.handle.GetWaitingPod(p.UID); wp != nil {
+			wp.Reject(Name, fmt.Sprintf("%s: gang %s/%s released: %s", ReasonGangRejected, key.Namespace, key.Name, why))
+		}
+	}
+	backoff := time.Duration(pl.args.RejectedGangBackoffSeconds) * time.Second
+	pl.mu.Lock()
+	_, already := pl.backoff[key]
+	if backoff > 0 {
+		pl.backoff[key] = time.Now().Add(backoff)
+	}
+	pl.mu.Unlock()
+	if len(rejected) > 0 || !already {
+		logger.V(2).Info("Gang released", "gang", key, "why", why, "waitingMembersRejected", len(rejected), "backoff", backoff)
+		if pg, err := pl.podGroups.Get(key.Namespace, key.Name); err == nil && len(rejected) > 0 {
+			pl.reporter.Event(pg, nil, v1.EventTypeNormal, ReasonGangRejected, "Scheduling",
+				fmt.Sprintf("released %d waiting members: %s; retrying in %s", len(rejected), why, backoff))
+		}
+	}
+	if backoff > 0 && !already {
+		time.AfterFunc(backoff, func() { pl.activate(logger, key) })
+	}
+}
+
+// activate moves a gang's pending members to the active queue.
+func (pl *Gang) activate(logger klog.Logger, key gang.Key) {
+	members, err := pl.members.List(key.Namespace, key.Name)
+	if err != nil {
+		return
+	}
+	pending := map[string]*v1.Pod{}
+	for _, m := range members {
+		if m.Spec.NodeName == "" {
+			pending[m.Namespace+"/"+m.Name] = m
+		}
+	}
+	if len(pending) > 0 {
+		pl.handle.Activate(logger, pending)
+	}
+}
+
+// Permit holds a member until minMember members of its gang are placed
+// (bound, or waiting here), then allows all of them at once.
+func (pl *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
+	key, ok := labelGang(pod)
+	if !ok {
+		return nil, 0
+	}
+	pg, err := pl.podGroups.Get(key.Namespace, key.Name)
+	if err != nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %v", ReasonWaitingForPodGroup, err)), 0
+	}
+	members, err := pl.members.List(key.Namespace, key.Name)
+	if err != nil {
+		return fwk.AsStatus(err), 0
+	}
+	placed := 1 // this pod
+	for _, m := range members {
+		if m.Spec.NodeName != "" && m.UID != pod.UID {
+			placed++
+		}
+	}
+	var waiting []fwk.WaitingPod
+	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		if k, ok := labelGang(wp.GetPod()); ok && k == key && wp.GetPod().UID != pod.UID {
+			waiting = append(waiting, wp)
+		}
+	})
+	placed += len(waiting)
+	logger := klog.FromContext(ctx)
+	if placed < minMember(pg) {
+		timeout := time.Duration(pl.args.DefaultScheduleTimeoutSeconds) * time.Second
+		if t := pg.Spec.ScheduleTimeoutSeconds; t != nil && *t > 0 {
+			timeout = time.Duration(*t) * time.Second
+		}
+		logger.V(4).Info("Gang member waits for its gang", "pod", klog.KObj(pod), "gang", key, "placed", placed, "minMember", minMember(pg), "timeout", timeout)
+		pl.activate(logger, key)
+		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("%d of %d members of gang %s/%s placed", placed, minMember(pg), key.Namespace, key.Name)), timeout
+	}
+	for _, wp := range waiting {
+		wp.Allow(Name)
+	}
+	logger.V(2).Info("Gang allowed to bind", "gang", key, "placed", placed, "node", nodeName)
+	return nil, 0
+}
