@@ -20,6 +20,10 @@ import (
 // stderr ("stderr") instead of in a per-package file.
 const LogEnv = "SLUICE_TEST_LOG"
 
+// VerbosityEnv names the environment variable that sets the components'
+// log verbosity (klog -v) in the log file.
+const VerbosityEnv = "SLUICE_TEST_V"
+
 // redirectLogs sends the logs of the in-process components (apiserver,
 // etcd, scheduler, controllers) to a file, so test output stays readable;
 // when the package fails, the file's tail is printed. The returned func
@@ -39,6 +43,9 @@ func redirectLogs() (string, func(*int)) {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	_ = fs.Set("stderrthreshold", "FATAL")
+	if v := os.Getenv(VerbosityEnv); v != "" {
+		_ = fs.Set("v", v)
+	}
 	etcdLogFile = f.Name() + ".etcd"
 	return f.Name(), func(code *int) {
 		klog.Flush()

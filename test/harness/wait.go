@@ -156,7 +156,9 @@ func WaitForEvent(t testing.TB, cs kubernetes.Interface, ns, kind, name string, 
 			}
 		}
 		return false, nil
-	}, func() string { return fmt.Sprintf("no event on %s %s/%s contains %q; events: %q", kind, ns, name, want, got) })
+	}, func() string {
+		return fmt.Sprintf("no event on %s %s/%s contains %q; events: %q", kind, ns, name, want, got)
+	})
 	return match
 }
 

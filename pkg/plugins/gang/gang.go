@@ -238,11 +238,17 @@ func (pl *Gang) rejectGang(ctx context.Context, key gang.Key, why string) {
 			wp.Reject(Name, fmt.Sprintf("%s: gang %s/%s released: %s", ReasonGangRejected, key.Namespace, key.Name, why))
 		}
 	}
+	// The first rejection starts the backoff; rejections of other members
+	// during it do not extend it.
 	backoff := time.Duration(pl.args.RejectedGangBackoffSeconds) * time.Second
 	pl.mu.Lock()
-	_, already := pl.backoff[key]
-	if backoff > 0 {
-		pl.backoff[key] = time.Now().Add(backoff)
+	until, already := pl.backoff[key]
+	if already && time.Now().After(until) {
+		already = false
+	}
+	if backoff > 0 && !already {
+		until = time.Now().Add(backoff)
+		pl.backoff[key] = until
 	}
 	pl.mu.Unlock()
 	if len(rejected) > 0 || !already {
@@ -253,7 +259,7 @@ func (pl *Gang) rejectGang(ctx context.Context, key gang.Key, why string) {
 		}
 	}
 	if backoff > 0 && !already {
-		time.AfterFunc(backoff, func() { pl.activate(logger, key) })
+		time.AfterFunc(time.Until(until)+100*time.Millisecond, func() { pl.activate(logger, key) })
 	}
 }
 
