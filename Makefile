@@ -10,6 +10,7 @@ K8S_MAJOR := $(word 1,$(subst ., ,$(patsubst v%,%,$(K8S_VERSION))))
 K8S_MINOR := $(word 2,$(subst ., ,$(patsubst v%,%,$(K8S_VERSION))))
 SLUICE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-unknown)
 GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+GIT_TREE_STATE := $(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo clean || echo dirty)
 BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
 VERSION_PKG := k8s.io/component-base/version
@@ -18,7 +19,7 @@ LDFLAGS := -s -w \
 	-X '$(VERSION_PKG).gitMajor=$(K8S_MAJOR)' \
 	-X '$(VERSION_PKG).gitMinor=$(K8S_MINOR)' \
 	-X '$(VERSION_PKG).gitCommit=$(GIT_COMMIT)' \
-	-X '$(VERSION_PKG).gitTreeState=clean' \
+	-X '$(VERSION_PKG).gitTreeState=$(GIT_TREE_STATE)' \
 	-X '$(VERSION_PKG).buildDate=$(BUILD_DATE)' \
 	-X '$(VERSION_PKG)/verflag.programName=sluice-scheduler $(SLUICE_VERSION) built on Kubernetes'
 
@@ -29,7 +30,7 @@ STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/)
 INTEGRATION_PKGS = $(shell $(GO) list ./test/integration/...)
 
-.PHONY: all build test unit integration verify codegen image clean
+.PHONY: all build test unit integration binary verify codegen image clean
 
 all: build
 
@@ -37,14 +38,23 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-scheduler ./cmd/sluice-scheduler
 
-## test: unit tests with the race detector, then integration tests against a real apiserver
-test: unit integration
+## test: unit tests with the race detector, integration tests against a real
+## apiserver, and a smoke test of the built binary
+test: unit integration binary
 
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 integration:
-	$(GO) test -count=1 -timeout 30m $(INTEGRATION_PKGS)
+	$(GO) test -count=1 -timeout 40m $(INTEGRATION_PKGS)
+
+# The binary is kube-scheduler with sluice inside: its --help lists
+# kube-scheduler's flags and --version names both versions.
+binary: build
+	./$(BIN)/sluice-scheduler --version | grep -q '^sluice-scheduler .* built on Kubernetes $(K8S_VERSION)$$'
+	./$(BIN)/sluice-scheduler --help 2>&1 | grep -q -- '--leader-elect '
+	./$(BIN)/sluice-scheduler --help 2>&1 | grep -q -- '--config string'
+	@echo "binary ok: $$(./$(BIN)/sluice-scheduler --version)"
 
 ## verify: formatting, vet, lint, generated code and go.mod up to date
 verify: $(STATICCHECK)

@@ -26,12 +26,15 @@ import (
 //     scheduler, which shares the process-wide feature gates);
 //   - ServiceAccount admission is off: no token controller runs;
 //   - TaintNodesByCondition admission is off: no node-lifecycle controller
-//     would ever remove the not-ready taint it puts on new nodes.
+//     would ever remove the not-ready taint it puts on new nodes;
+//   - RBAC is on, so the shipped RBAC manifests can be tested for real
+//     (the harness's own client is a cluster admin).
 var APIServerFlags = []string{
 	"--runtime-config=scheduling.k8s.io/v1beta1=true",
 	"--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
 	"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 	"--endpoint-reconciler-type=none",
+	"--authorization-mode=RBAC",
 }
 
 // ControlPlane is etcd plus kube-apiserver, both in this process.
@@ -105,6 +108,16 @@ func (cp *ControlPlane) Stop() {
 	_ = os.RemoveAll(cp.dir)
 }
 
+// KubeconfigAs writes a kubeconfig in dir that reaches the apiserver as
+// user (impersonated by the admin client), e.g. a ServiceAccount
+// "system:serviceaccount:ns:name" with its groups.
+func (cp *ControlPlane) KubeconfigAs(dir, user string, groups ...string) (string, error) {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	file := filepath.Join(dir, "kubeconfig-as")
+	return file, WriteKubeconfig(cfg, file)
+}
+
 // WriteKubeconfig writes cfg (server, CA, bearer token or client cert) as a
 // kubeconfig file readable only by its owner.
 func WriteKubeconfig(cfg *rest.Config, file string) error {
@@ -120,6 +133,8 @@ func WriteKubeconfig(cfg *rest.Config, file string) error {
 		Token:                 cfg.BearerToken,
 		ClientCertificateData: cfg.CertData,
 		ClientKeyData:         cfg.KeyData,
+		Impersonate:           cfg.Impersonate.UserName,
+		ImpersonateGroups:     cfg.Impersonate.Groups,
 	}
 	kc.Contexts["sluice"] = &clientcmdapi.Context{Cluster: "sluice", AuthInfo: "sluice"}
 	kc.CurrentContext = "sluice"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
@@ -73,13 +74,16 @@ func SetPluginArgs(t testing.TB, cfg *SchedulerConfig, profile, plugin string, a
 	t.Fatalf("no profile %q in the scheduler config", profile)
 }
 
-// WriteSchedulerConfig writes cfg, pointed at cp and with leader election
-// off, into a file in dir and returns its path.
+// WriteSchedulerConfig writes cfg, pointed at cp (unless it names a
+// kubeconfig already) and with leader election off, into a file in dir and
+// returns its path.
 func WriteSchedulerConfig(cp *ControlPlane, cfg *SchedulerConfig, dir string) (string, error) {
 	out := cfg.DeepCopy()
 	out.APIVersion = configv1.SchemeGroupVersion.String()
 	out.Kind = "KubeSchedulerConfiguration"
-	out.ClientConnection.Kubeconfig = cp.Kubeconfig
+	if out.ClientConnection.Kubeconfig == "" {
+		out.ClientConnection.Kubeconfig = cp.Kubeconfig
+	}
 	out.LeaderElection.LeaderElect = ptr.To(false)
 	data, err := yaml.Marshal(out)
 	if err != nil {
@@ -142,9 +146,23 @@ func RunSchedulerFromFile(ctx context.Context, configFile string) (*Scheduler, e
 	cc.EventBroadcaster.StartRecordingToSink(ctx.Done())
 	cc.InformerFactory.Start(ctx.Done())
 	cc.DynInformerFactory.Start(ctx.Done())
-	cc.InformerFactory.WaitForCacheSync(ctx.Done())
-	cc.DynInformerFactory.WaitForCacheSync(ctx.Done())
-	if err := sched.WaitForHandlersSync(ctx); err != nil {
+	// Informers that cannot list (e.g. RBAC forbids it) never sync; bound
+	// the wait so such a start-up fails instead of hanging.
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer syncCancel()
+	for typ, ok := range cc.InformerFactory.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			cancel()
+			return nil, fmt.Errorf("scheduler informer for %v did not sync within 30s", typ)
+		}
+	}
+	for typ, ok := range cc.DynInformerFactory.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			cancel()
+			return nil, fmt.Errorf("scheduler informer for %v did not sync within 30s", typ)
+		}
+	}
+	if err := sched.WaitForHandlersSync(syncCtx); err != nil {
 		cancel()
 		return nil, fmt.Errorf("scheduler handlers did not sync: %w", err)
 	}

@@ -39,7 +39,7 @@ func WaitForPodsBound(t testing.TB, cs kubernetes.Interface, ns string, names ..
 	bound := map[string]string{}
 	var pending []*v1.Pod
 	Eventually(t, DefaultTimeout, func(ctx context.Context) (bool, error) {
-		pending = pending[:0]
+		var now []*v1.Pod
 		for _, name := range names {
 			if _, ok := bound[name]; ok {
 				continue
@@ -52,8 +52,9 @@ func WaitForPodsBound(t testing.TB, cs kubernetes.Interface, ns string, names ..
 				bound[name] = pod.Spec.NodeName
 				continue
 			}
-			pending = append(pending, pod)
+			now = append(now, pod)
 		}
+		pending = now
 		return len(pending) == 0, nil
 	}, func() string { return "pods not bound: " + describePods(pending) })
 	return bound
@@ -67,7 +68,8 @@ func WaitForPodsUnschedulable(t testing.TB, cs kubernetes.Interface, ns string, 
 	messages := map[string]string{}
 	var waiting []*v1.Pod
 	Eventually(t, DefaultTimeout, func(ctx context.Context) (bool, error) {
-		waiting = waiting[:0]
+		var now []*v1.Pod
+		defer func() { waiting = now }()
 		for _, name := range names {
 			pod, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -80,9 +82,9 @@ func WaitForPodsUnschedulable(t testing.TB, cs kubernetes.Interface, ns string, 
 				messages[name] = c.Message
 				continue
 			}
-			waiting = append(waiting, pod)
+			now = append(now, pod)
 		}
-		return len(waiting) == 0, nil
+		return len(now) == 0, nil
 	}, func() string { return "pods not reported unschedulable: " + describePods(waiting) })
 	return messages
 }
