@@ -121,7 +121,7 @@ func (pl *FabricTopology) Score(_ context.Context, state fwk.CycleState, _ *v1.P
 		return 0, nil
 	}
 	if data.(*preFilterState).planned[nodeInfo.Node().Name] > 0 {
-		return fwk.MaxNodeScore, nil
+		return fwk.MaxScore, nil
 	}
 	return 0, nil
 }

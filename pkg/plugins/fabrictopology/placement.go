@@ -104,7 +104,7 @@ func (pl *FabricTopology) ScorePlacement(_ context.Context, state fwk.PlacementC
 	if !ok {
 		return 0, nil
 	}
-	return max(fwk.MaxNodeScore-int64(rank)*10, 0), nil
+	return max(fwk.MaxScore-int64(rank)*10, 0), nil
 }
 
 // PlacementScoreExtensions returns nil: scores are already in [0, 100].
