@@ -51,6 +51,61 @@ var (
 	}, []string{"api"})
 )
 
+// Slurm snapshot metrics.
+var (
+	// SlurmSnapshotAge is the age of the last good Slurm snapshot.
+	SlurmSnapshotAge = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      namespace,
+		Name:           "slurm_snapshot_age_seconds",
+		Help:           "Age of the last good snapshot of Slurm's node states, as of the last poll.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	// SlurmPollDuration is how long a poll of slurmrestd takes.
+	SlurmPollDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace:      namespace,
+		Name:           "slurm_poll_duration_seconds",
+		Help:           "Duration of polls of slurmrestd's node API.",
+		Buckets:        metrics.ExponentialBuckets(0.005, 2, 12),
+		StabilityLevel: metrics.ALPHA,
+	})
+	// SlurmPollErrors counts failed polls by kind.
+	SlurmPollErrors = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Name:           "slurm_poll_errors_total",
+		Help:           "Failed polls of slurmrestd by kind (unreachable, timeout, auth, server, garbage, config).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind"})
+	// SlurmNodes is the number of nodes in the snapshot.
+	SlurmNodes = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      namespace,
+		Name:           "slurm_nodes",
+		Help:           "Slurm nodes in the last good snapshot.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	// SlurmUnknownStateNodes counts nodes with state words sluice does not know.
+	SlurmUnknownStateNodes = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      namespace,
+		Name:           "slurm_unknown_state_nodes",
+		Help:           "Slurm nodes whose state has words this sluice does not know (kept, logged at V(2)).",
+		StabilityLevel: metrics.ALPHA,
+	})
+	// SlurmFailSafe is 1 while the snapshot is too old and sluice fails
+	// closed or open, by mode.
+	SlurmFailSafe = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      namespace,
+		Name:           "slurm_failsafe",
+		Help:           "1 while the Slurm snapshot is older than maxStaleness and sluice fails closed (Slurm nodes unschedulable) or open (Slurm ignored).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"mode"})
+	// SlurmRejections counts nodes rejected for Slurm reasons.
+	SlurmRejections = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Name:           "slurm_node_rejections_total",
+		Help:           "Filter rejections of nodes because of Slurm, by reason (state, gpus_held, stale).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+)
+
 var registerOnce sync.Once
 
 // Register registers every sluice metric with the legacy registry that
@@ -62,6 +117,13 @@ func Register() {
 			GangLeavesSpanned,
 			GangLeavesOverLowerBound,
 			GangsWaiting,
+			SlurmSnapshotAge,
+			SlurmPollDuration,
+			SlurmPollErrors,
+			SlurmNodes,
+			SlurmUnknownStateNodes,
+			SlurmFailSafe,
+			SlurmRejections,
 		)
 	})
 }

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package slurm
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeRestd is a slurmrestd for unit tests: it serves one API version,
+// checks the token, and answers update_time like slurmrestd 22.05 (304 when
+// nothing changed, otherwise everything, or a 500 when told to).
+type fakeRestd struct {
+	mu          sync.Mutex
+	version     string
+	token       string
+	nodes       string // JSON of the "nodes" list
+	changedAt   int64
+	fail500     bool   // answer update_time requests with HTTP 500
+	body        string // answer everything with this body instead
+	delay       time.Duration
+	requests    []string
+	tokensSeen  []string
+	lastUpdated bool // include last_update (v0.0.40+)
+}
+
+func (f *fakeRestd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, r.URL.RequestURI())
+	f.tokensSeen = append(f.tokensSeen, r.Header.Get("X-SLURM-USER-TOKEN"))
+	if f.delay > 0 {
+		time.Sleep(f.delay)
+	}
+	if f.token != "" && r.Header.Get("X-SLURM-USER-TOKEN") != f.token {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"errors":[{"error":"Authentication failure","errno":-1}]}`))
+		return
+	}
+	if f.body != "" {
+		_, _ = w.Write([]byte(f.body))
+		return
+	}
+	if r.URL.Path == "/openapi/v3" {
+		_, _ = w.Write([]byte(`{"openapi":"3.0.3","paths":{"/slurm/v0.0.36/nodes":{},"/slurm/` + f.version + `/nodes` +
+			map[bool]string{true: "/", false: ""}[f.version >= "v0.0.40"] + `":{},"/slurm/v0.0.99/nodes/":{}}}`))
+		return
+	}
+	if !strings.HasPrefix(r.URL.Path, "/slurm/"+f.version+"/nodes") {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	if ut := r.URL.Query().Get("update_time"); ut != "" {
+		if f.fail500 {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"errors":[{"error":"Unspecified error","errno":-1}],"nodes":[]}`))
+			return
+		}
+		if since, _ := strconv.ParseInt(ut, 10, 64); since >= f.changedAt {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	lu := ""
+	if f.lastUpdated {
+		lu = `,"last_update":{"set":true,"infinite":false,"number":` + itoa(f.changedAt) + `}`
+	}
+	_, _ = w.Write([]byte(`{"meta":{},"errors":[],"nodes":` + f.nodes + lu + `}`))
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func writeToken(t *testing.T, dir, token string) string {
+	t.Helper()
+	f := filepath.Join(dir, "token")
+	if err := os.WriteFile(f, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+const twoNodes = `[{"name":"gpu01","state":["IDLE"],"gres":"gpu:8","gres_used":"gpu:0"},{"name":"gpu02","state":["MIXED","DRAIN"],"reason":"ECC","gres":"gpu:8","gres_used":"gpu:6(IDX:0-5)"}]`
+
+func TestClientDiscoversAndPollsChanges(t *testing.T) {
+	fake := &fakeRestd{version: "v0.0.42", token: "secret", nodes: twoNodes, changedAt: 1000, lastUpdated: true}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, User: "root", TokenFile: writeToken(t, t.TempDir(), "secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := c.Nodes(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Version() != "v0.0.42" || len(res.Nodes) != 2 || res.LastUpdate != 1000 {
+		t.Fatalf("version %s, %d nodes, last_update %d", c.Version(), len(res.Nodes), res.LastUpdate)
+	}
+	// Nothing changed since last_update: 304, nothing downloaded.
+	res, err = c.Nodes(ctx, 1000)
+	if err != nil || !res.NotModified {
+		t.Fatalf("Nodes(since 1000) = %+v, %v; want not modified", res, err)
+	}
+	want := []string{"/openapi/v3", "/slurm/v0.0.42/nodes/", "/slurm/v0.0.42/nodes/?update_time=1000"}
+	if strings.Join(fake.requests, " ") != strings.Join(want, " ") {
+		t.Errorf("requests %v, want %v", fake.requests, want)
+	}
+}
+
+func TestCacheRetriesFullWhenChangedSinceFails(t *testing.T) {
+	fake := &fakeRestd{version: "v0.0.38", nodes: `[{"name":"gpu01","state":"idle","state_flags":[]}]`, changedAt: 1, fail500: true}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "t")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewCache(c, CacheConfig{Interval: time.Hour})
+	ctx := context.Background()
+	if err := cache.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	fake.nodes = `[{"name":"gpu01","state":"idle","state_flags":["DRAIN"],"reason":"bad gpu"}]`
+	fake.mu.Unlock()
+	if err := cache.Poll(ctx); err != nil {
+		t.Fatalf("second poll: %v", err)
+	}
+	snap, _, _ := cache.Snapshot()
+	if got := snap.Nodes["gpu01"]; got.StateString() != "IDLE+DRAIN" || got.Reason != "bad gpu" {
+		t.Errorf("after the fallback full fetch gpu01 = %s %q", got.StateString(), got.Reason)
+	}
+	if n := len(fake.requests); n != 3 || !strings.Contains(fake.requests[1], "update_time=") || strings.Contains(fake.requests[2], "update_time") {
+		t.Errorf("requests %v, want full, changed-since (500), full", fake.requests)
+	}
+}
+
+func TestTokenFileIsReadAgainWhenItChanges(t *testing.T) {
+	fake := &fakeRestd{version: "v0.0.40", token: "one", nodes: twoNodes}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	dir := t.TempDir()
+	file := writeToken(t, dir, "SLURM_JWT=one")
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.40", TokenFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Nodes(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	fake.token = "two"
+	fake.mu.Unlock()
+	_, err = c.Nodes(context.Background(), 0)
+	if Kind(err) != ErrKindAuth || strings.Contains(err.Error(), "one") {
+		t.Fatalf("with a stale token: err %v (kind %s); want an auth error that does not show the token", err, Kind(err))
+	}
+	// Rotate the file (a new mtime and size).
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(file, []byte("two-rotated"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	fake.token = "two-rotated"
+	fake.mu.Unlock()
+	if _, err := c.Nodes(context.Background(), 0); err != nil {
+		t.Fatalf("after rotating the token file: %v", err)
+	}
+}
+
+func TestUnixSocketAndTLS(t *testing.T) {
+	fake := &fakeRestd{version: "v0.0.38", nodes: twoNodes}
+	sock := filepath.Join(t.TempDir(), "restd.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: fake}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+	c, err := NewClient(ClientConfig{Endpoint: "unix://" + sock, APIVersion: "v0.0.38"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Nodes(context.Background(), 0); err != nil || len(res.Nodes) != 2 {
+		t.Fatalf("over the socket: %d nodes, %v", len(res.Nodes), err)
+	}
+
+	tlsSrv := httptest.NewTLSServer(&fakeRestd{version: "v0.0.44", token: "x", nodes: twoNodes})
+	defer tlsSrv.Close()
+	token := writeToken(t, t.TempDir(), "x")
+	c, err = NewClient(ClientConfig{Endpoint: tlsSrv.URL, APIVersion: "v0.0.44", TokenFile: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Nodes(context.Background(), 0); err == nil {
+		t.Fatal("an untrusted certificate was accepted")
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	writePEM(t, caFile, tlsSrv)
+	c, err = NewClient(ClientConfig{Endpoint: tlsSrv.URL, APIVersion: "v0.0.44", TokenFile: token, CAFile: caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Nodes(context.Background(), 0); err != nil || len(res.Nodes) != 2 {
+		t.Fatalf("over TLS with the CA: %d nodes, %v", len(res.Nodes), err)
+	}
+}
+
+func TestFailuresAreClassified(t *testing.T) {
+	tests := []struct {
+		name string
+		fake *fakeRestd
+		kind string
+	}{
+		{"garbage", &fakeRestd{version: "v0.0.38", body: "<html>proxy error</html>"}, ErrKindGarbage},
+		{"slow", &fakeRestd{version: "v0.0.38", nodes: twoNodes, delay: 300 * time.Millisecond}, ErrKindTimeout},
+		{"no such version", &fakeRestd{version: "v0.0.41", nodes: twoNodes}, ErrKindConfig},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.fake)
+			defer srv.Close()
+			c, err := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "t"), Timeout: 100 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Nodes(context.Background(), 0)
+			if err == nil || Kind(err) != tt.kind {
+				t.Fatalf("err %v (kind %s), want kind %s", err, Kind(err), tt.kind)
+			}
+		})
+	}
+	// Down: nothing listens.
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	c, _ := NewClient(ClientConfig{Endpoint: "http://" + addr, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "t")})
+	if _, err := c.Nodes(context.Background(), 0); Kind(err) != ErrKindUnreachable {
+		t.Errorf("down: err %v kind %s", err, Kind(err))
+	}
+}
+
+func TestNewClientRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []ClientConfig{
+		{Endpoint: ""},
+		{Endpoint: "slurm:6820"},
+		{Endpoint: "ftp://x"},
+		{Endpoint: "http://x:6820"}, // no token file
+		{Endpoint: "unix://"},
+		{Endpoint: "unix:///s", APIVersion: "v0.0.36"},
+		{Endpoint: "https://x", TokenFile: "/t", CAFile: "/does/not/exist"},
+	} {
+		if _, err := NewClient(cfg); err == nil {
+			t.Errorf("NewClient(%+v) succeeded", cfg)
+		}
+	}
+}
+
+func TestCacheKeepsLastGoodSnapshot(t *testing.T) {
+	fake := &fakeRestd{version: "v0.0.38", nodes: `[{"name":"gpu01","state":"idle"}]`}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	c, _ := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "t")})
+	cache := NewCache(c, CacheConfig{Interval: time.Hour})
+	var changes, failures int
+	cache.OnChange(func(prev, cur *Snapshot) {
+		if cur == nil {
+			failures++
+		} else {
+			changes++
+		}
+	})
+	ctx := context.Background()
+	if err := cache.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	fake.body = "garbage"
+	fake.mu.Unlock()
+	err := cache.Poll(ctx)
+	snap, age, lastErr := cache.Snapshot()
+	if err == nil || lastErr == nil || snap == nil || snap.Nodes["gpu01"] == nil {
+		t.Fatalf("after a bad poll: err %v, lastErr %v, snapshot %v", err, lastErr, snap)
+	}
+	if age < 0 || changes != 1 || failures != 1 {
+		t.Errorf("age %v, %d change and %d failure notifications, want 1 and 1", age, changes, failures)
+	}
+	if !errors.As(err, new(*RequestError)) {
+		t.Errorf("err %T, want *RequestError", err)
+	}
+}

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package slurm
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// maxHostlist bounds an expansion, so a typo like gpu[1-99999999] is an
+// error rather than an out-of-memory.
+const maxHostlist = 1 << 20
+
+// ExpandHostlist expands a Slurm hostlist: "gpu[01-04,10],cpu1" ->
+// gpu01 gpu02 gpu03 gpu04 gpu10 cpu1. Ranges keep the zero padding of
+// their lower bound; several bracket groups in one name multiply
+// ("r[1-2]n[1-2]" -> r1n1 r1n2 r2n1 r2n2).
+func ExpandHostlist(s string) ([]string, error) {
+	var out []string
+	for _, item := range splitTopLevel(strings.TrimSpace(s), ',') {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		names, err := expandOne(item)
+		if err != nil {
+			return nil, fmt.Errorf("hostlist %q: %w", s, err)
+		}
+		out = append(out, names...)
+		if len(out) > maxHostlist {
+			return nil, fmt.Errorf("hostlist %q: more than %d names", s, maxHostlist)
+		}
+	}
+	return out, nil
+}
+
+func expandOne(item string) ([]string, error) {
+	open := strings.IndexByte(item, '[')
+	if open < 0 {
+		if strings.ContainsAny(item, "]") {
+			return nil, fmt.Errorf("%q: unbalanced bracket", item)
+		}
+		return []string{item}, nil
+	}
+	closing := strings.IndexByte(item[open:], ']')
+	if closing < 0 {
+		return nil, fmt.Errorf("%q: unbalanced bracket", item)
+	}
+	closing += open
+	prefix, ranges, rest := item[:open], item[open+1:closing], item[closing+1:]
+	suffixes, err := expandOne(rest)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range strings.Split(ranges, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(r), "-")
+		if lo == "" || (isRange && hi == "") {
+			return nil, fmt.Errorf("%q: empty range in [%s]", item, ranges)
+		}
+		if !isRange {
+			hi = lo
+		}
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := strconv.Atoi(hi)
+		if err1 != nil || err2 != nil || a < 0 || b < a {
+			return nil, fmt.Errorf("%q: bad range %q", item, r)
+		}
+		if (b-a+1)*len(suffixes) > maxHostlist {
+			return nil, fmt.Errorf("%q: more than %d names", item, maxHostlist)
+		}
+		width := len(lo)
+		for i := a; i <= b; i++ {
+			num := strconv.Itoa(i)
+			if len(num) < width {
+				num = strings.Repeat("0", width-len(num)) + num
+			}
+			for _, s := range suffixes {
+				out = append(out, prefix+num+s)
+			}
+		}
+	}
+	return out, nil
+}

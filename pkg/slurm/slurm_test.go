@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package slurm
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// summary is what a test checks of a node: state, reason, GPUs used/total.
+type summary struct {
+	State     string
+	Reason    string
+	GPUsUsed  int64
+	GPUsTotal int64
+}
+
+func summarize(t *testing.T, file string) map[string]summary {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join("testdata", "responses", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, _, warnings, err := decodeNodes(body)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if len(warnings) > 0 {
+		t.Errorf("%s: warnings %v", file, warnings)
+	}
+	out := map[string]summary{}
+	for _, n := range nodes {
+		total, used := n.GPUs("gpu")
+		out[n.Name] = summary{n.StateString(), n.Reason, used, total}
+	}
+	return out
+}
+
+// TestDecodeEveryVersionAndState reads real responses of every supported
+// API version in every state the shared data has.
+func TestDecodeEveryVersionAndState(t *testing.T) {
+	tests := []struct {
+		file string
+		want map[string]summary
+	}{
+		{"slurm-nodes-v0.0.37.json", map[string]summary{
+			"gpu01": {"MIXED", "", 2, 8},
+			"gpu02": {"ALLOCATED", "", 8, 8},
+			"gpu03": {"ALLOCATED", "", 8, 8},
+			"gpu04": {"IDLE+DRAIN", "maintenance", 0, 8},
+			"gpu05": {"DOWN", "admin-down", 0, 8},
+			"gpu06": {"MIXED+DRAIN", "drain-while-busy", 4, 8},
+			"gpu07": {"IDLE", "", 0, 8},
+			"gpu08": {"DOWN+NOT_RESPONDING", "Not responding", 0, 8},
+		}},
+		{"slurm-nodes-v0.0.38.json", map[string]summary{
+			"gpu01": {"MIXED", "", 2, 8},
+			"gpu02": {"ALLOCATED", "", 8, 8},
+			"gpu03": {"ALLOCATED", "", 8, 8},
+			"gpu04": {"IDLE+DRAIN", "maintenance", 0, 8},
+			"gpu05": {"DOWN", "admin-down", 0, 8},
+			"gpu06": {"MIXED+DRAIN", "drain-while-busy", 4, 8},
+			"gpu07": {"IDLE", "", 0, 8},
+			"gpu08": {"DOWN+NOT_RESPONDING", "Not responding", 0, 8},
+		}},
+		{"slurm-nodes-v0.0.38-extra-states.json", map[string]summary{
+			"gpu01": {"IDLE", "", 0, 8},
+			"gpu02": {"IDLE", "", 0, 8},
+			"gpu03": {"IDLE+MAINTENANCE+RESERVED", "", 0, 8},
+			"gpu04": {"IDLE", "", 0, 8},
+			"gpu05": {"IDLE", "", 0, 8},
+			"gpu06": {"IDLE+FAIL", "fail-idle", 0, 8},
+			"gpu07": {"MIXED+FAIL", "fail-test", 1, 8},
+			"gpu08": {"IDLE", "", 0, 8},
+		}},
+		{"slurm-nodes-v0.0.38-gpu06.json", map[string]summary{"gpu06": {"MIXED+DRAIN", "drain-while-busy", 4, 8}}},
+		{"nodes-v0.0.40-example.json", map[string]summary{
+			"cn1": {"IDLE+DRAIN", "ECC memory error", 0, 0},
+			"cn2": {"MIXED", "", 0, 0},
+			"cn3": {"ALLOCATED", "", 0, 0},
+			"cn4": {"DOWN", "CPU dead", 0, 0},
+			"ia1": {"IDLE", "", 0, 6},
+			"ia2": {"IDLE", "", 0, 6},
+		}},
+		{"node-with-gpus-allocated-v0.0.40-example.json", map[string]summary{"ia2": {"ALLOCATED", "", 6, 6}}},
+		{"nodes-v0.0.41-example.json", map[string]summary{
+			"cn1": {"IDLE+COMPLETING", "", 0, 0}, "cn2": {"IDLE+DRAIN", "ECC memory error", 0, 0},
+			"cn3": {"ALLOCATED", "", 0, 0}, "cn4": {"DOWN", "CPU dead", 0, 0},
+			"gpu1": {"IDLE", "", 0, 4}, "gpu2": {"IDLE", "", 0, 4}, "gpu3": {"IDLE", "", 0, 4}, "gpu4": {"IDLE", "", 0, 4},
+		}},
+		{"node-draining-v0.0.41-example.json", map[string]summary{"cn1": {"MIXED+DRAIN", "ECC memory error", 0, 0}}},
+		{"node-planned-v0.0.41-example.json", map[string]summary{"gpu1": {"IDLE+PLANNED", "", 0, 4}}},
+		{"node-planned-v0.0.42-example.json", map[string]summary{"gpu1": {"IDLE+COMPLETING+PLANNED", "", 0, 4}}},
+		{"node-drain-v0.0.43-example.json", map[string]summary{"cn3": {"IDLE+DRAIN", "ECC memory error", 0, 0}}},
+		{"node-down-v0.0.43-example.json", map[string]summary{"cn4": {"DOWN", "CPU dead", 0, 0}}},
+		{"nodes-v0.0.44-example.json", map[string]summary{
+			"cn1": {"IDLE+DRAIN", "ECC memory error", 0, 0}, "cn2": {"DOWN", "CPU dead", 0, 0},
+			"cn3": {"ALLOCATED", "", 0, 0}, "cn4": {"MIXED", "", 0, 0},
+			"gpu1": {"IDLE", "", 0, 4}, "gpu2": {"IDLE", "", 0, 4}, "gpu3": {"IDLE", "", 0, 4}, "gpu4": {"IDLE", "", 0, 4},
+		}},
+		{"node-draining-v0.0.44-example.json", map[string]summary{"cn1": {"MIXED+DRAIN", "ECC memory error", 0, 0}}},
+		{"node-with-gpus-allocated-v0.0.44-example.json", map[string]summary{"gpu1": {"ALLOCATED", "", 4, 4}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, summarize(t, tt.file)); diff != "" {
+				t.Errorf("nodes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+	// Every fixture decodes without warnings or unknown states.
+	files, _ := filepath.Glob("testdata/responses/*.json")
+	for _, f := range files {
+		summarize(t, filepath.Base(f))
+	}
+}
+
+// TestPublishedSchemas checks sluice's reading of each version against the
+// OpenAPI document slurmrestd publishes: the path and its update_time
+// parameter, string fields, the shape of "state", and that every state word
+// the schema allows is one sluice knows.
+func TestPublishedSchemas(t *testing.T) {
+	files, err := filepath.Glob("testdata/openapi/v0.0.*.json")
+	if err != nil || len(files) < 7 {
+		t.Fatalf("want the schemas of v0.0.39 to v0.0.45, found %v", files)
+	}
+	for _, f := range files {
+		var doc struct {
+			Version        string                              `json:"version"`
+			Paths          map[string]json.RawMessage          `json:"paths"`
+			NodesResponse  struct{ Properties map[string]any } `json:"nodes_response"`
+			NodeProperties map[string]struct {
+				Type  string `json:"type"`
+				Items struct {
+					Enum []string `json:"enum"`
+				} `json:"items"`
+			} `json:"node_properties"`
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		t.Run(doc.Version, func(t *testing.T) {
+			if !slices.Contains(SupportedVersions, doc.Version) {
+				t.Errorf("%s is published but not in SupportedVersions", doc.Version)
+			}
+			path := "/slurm/" + doc.Version + "/nodes"
+			if doc.Version >= "v0.0.40" {
+				path += "/"
+			}
+			raw, ok := doc.Paths[path]
+			if !ok {
+				t.Fatalf("the schema has no %s (paths %v)", path, keys(doc.Paths))
+			}
+			if !strings.Contains(string(raw), `"update_time"`) {
+				t.Errorf("%s has no update_time parameter", path)
+			}
+			for _, field := range []string{"name", "reason", "reservation", "gres", "gres_used"} {
+				if got := doc.NodeProperties[field].Type; got != "string" {
+					t.Errorf("node.%s is %q, sluice reads a string", field, got)
+				}
+			}
+			state := doc.NodeProperties["state"]
+			if state.Type != "array" {
+				t.Fatalf("node.state is %q, want array from v0.0.39 on", state.Type)
+			}
+			for _, w := range state.Items.Enum {
+				n := Node{}
+				n.setStates([]string{w})
+				if len(n.UnknownStates) > 0 {
+					t.Errorf("state %q of %s is unknown to sluice", w, doc.Version)
+				}
+			}
+			_, hasLastUpdate := doc.NodesResponse.Properties["last_update"]
+			if want := doc.Version >= "v0.0.40"; hasLastUpdate != want {
+				t.Errorf("last_update in the envelope: %v, want %v", hasLastUpdate, want)
+			}
+		})
+	}
+}
+
+func keys(m map[string]json.RawMessage) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestUnknownStatesAreKeptAndReported(t *testing.T) {
+	body := []byte(`{"nodes":[{"name":"n1","state":["IDLE","DRAIN","SUPERNOVA"],"gres":"gpu:8","gres_used":"gpu:8(IDX:0-7)"},
+		{"name":"n2","state":["WARPING"]}]}`)
+	nodes, _, warnings, err := decodeNodes(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := nodes[0]; got.StateString() != "IDLE+DRAIN" || !slices.Equal(got.UnknownStates, []string{"SUPERNOVA"}) {
+		t.Errorf("n1 = %s unknown %v", got.StateString(), got.UnknownStates)
+	}
+	if got := nodes[1]; got.State != "UNKNOWN" || !slices.Equal(got.UnknownStates, []string{"WARPING"}) {
+		t.Errorf("n2 = %s unknown %v, want UNKNOWN with WARPING kept", got.StateString(), got.UnknownStates)
+	}
+	if len(warnings) != 2 {
+		t.Errorf("warnings = %v, want one per node with unknown states", warnings)
+	}
+}
+
+func TestDecodeGarbage(t *testing.T) {
+	for _, body := range []string{
+		``, `<html>502 Bad Gateway</html>`, `{"meta":{}}`, `{"nodes": 7}`,
+		`{"errors":[{"error":"Unspecified error","errno":-1}]}`,
+	} {
+		if _, _, _, err := decodeNodes([]byte(body)); err == nil {
+			t.Errorf("decodeNodes(%q) succeeded, want an error", body)
+		}
+	}
+}
+
+func TestParseGRES(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []GRES
+		wantErr bool
+	}{
+		{in: "gpu:8", want: []GRES{{Name: "gpu", Count: 8}}},
+		{in: "gpu:h100:8", want: []GRES{{Name: "gpu", Type: "h100", Count: 8}}},
+		{in: "gpu:h100:3(IDX:0-2)", want: []GRES{{Name: "gpu", Type: "h100", Count: 3, Indexes: "0-2"}}},
+		{in: "gpu:h100:0(IDX:N/A)", want: []GRES{{Name: "gpu", Type: "h100", Count: 0, Indexes: "N/A"}}},
+		{in: "gpu:2(IDX:0,3)", want: []GRES{{Name: "gpu", Count: 2, Indexes: "0,3"}}},
+		{in: "gpu:h100:2(IDX:0-1),gpu:h200:4(IDX:2-5)", want: []GRES{
+			{Name: "gpu", Type: "h100", Count: 2, Indexes: "0-1"}, {Name: "gpu", Type: "h200", Count: 4, Indexes: "2-5"}}},
+		{in: "gpu:a100:4(S:0-1),nvme:1", want: []GRES{{Name: "gpu", Type: "a100", Count: 4}, {Name: "nvme", Count: 1}}},
+		{in: "gpu", want: []GRES{{Name: "gpu", Count: 1}}},
+		{in: "gpu:h100", want: []GRES{{Name: "gpu", Type: "h100", Count: 1}}},
+		{in: "bandwidth:lustre:4G", want: []GRES{{Name: "bandwidth", Type: "lustre", Count: 4 << 30}}},
+		{in: "N/A"}, {in: ""}, {in: "(null)"},
+		{in: "gpu:h100:x", wantErr: true},
+		{in: "gpu:a:b:c", wantErr: true},
+		{in: ":8", wantErr: true},
+		{in: "gpu:8),x", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseGRES(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("ParseGRES(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+		}
+		if !tt.wantErr {
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseGRES(%q) (-want,+got):\n%s", tt.in, diff)
+			}
+		}
+	}
+}
+
+func TestExpandHostlist(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{in: "gpu01", want: []string{"gpu01"}},
+		{in: "gpu[01-03,20]", want: []string{"gpu01", "gpu02", "gpu03", "gpu20"}},
+		{in: "gpu[8-10]", want: []string{"gpu8", "gpu9", "gpu10"}},
+		{in: "gpu[098-101]", want: []string{"gpu098", "gpu099", "gpu100", "gpu101"}},
+		{in: "a1,b[1-2],c", want: []string{"a1", "b1", "b2", "c"}},
+		{in: "r[1-2]n[1-2]", want: []string{"r1n1", "r1n2", "r2n1", "r2n2"}},
+		{in: "leaf[1-2]-ib", want: []string{"leaf1-ib", "leaf2-ib"}},
+		{in: "", want: nil},
+		{in: "gpu[01-", wantErr: true},
+		{in: "gpu[3-1]", wantErr: true},
+		{in: "gpu[a-b]", wantErr: true},
+		{in: "gpu]", wantErr: true},
+		{in: "gpu[1-99999999]", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ExpandHostlist(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("ExpandHostlist(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+		}
+		if !tt.wantErr {
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ExpandHostlist(%q) (-want,+got):\n%s", tt.in, diff)
+			}
+		}
+	}
+}
+
+func TestParseTopology(t *testing.T) {
+	conf := `# three tiers
+SwitchName=leaf1 Nodes=gpu[01-02] LinkSpeed=100
+switchname=leaf2 nodes=gpu[03-04]
+SwitchName=leaf3 Nodes=gpu05
+SwitchName=spine1 Switches=leaf[1-2]
+SwitchName=spine2 Switches=leaf3
+SwitchName=core Switches=spine[1-2]
+`
+	// `scontrol show topology -o` of the live test cluster (Slurm 22.05).
+	scontrol := `SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu[01-04]
+SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=gpu[05-08]
+SwitchName=spine Level=1 LinkSpeed=1 Nodes=gpu[01-08] Switches=leaf[1-2]
+`
+	topo, err := ParseTopologyConf(strings.NewReader(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := topo.Paths(3)
+	want := map[string][]string{
+		"gpu01": {"leaf1", "spine1", "core"}, "gpu02": {"leaf1", "spine1", "core"},
+		"gpu03": {"leaf2", "spine1", "core"}, "gpu04": {"leaf2", "spine1", "core"},
+		"gpu05": {"leaf3", "spine2", "core"},
+	}
+	if diff := cmp.Diff(want, paths); diff != "" {
+		t.Errorf("topology.conf paths (-want,+got):\n%s", diff)
+	}
+	topo, err = ParseTopologyConf(strings.NewReader(scontrol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two tiers read as three levels: the top switch fills the block level.
+	paths = topo.Paths(3)
+	if diff := cmp.Diff([]string{"leaf1", "spine", "spine"}, paths["gpu03"]); diff != "" {
+		t.Errorf("scontrol gpu03 path (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"leaf2", "spine", "spine"}, paths["gpu07"]); diff != "" {
+		t.Errorf("scontrol gpu07 path (-want,+got):\n%s", diff)
+	}
+	for _, bad := range []string{
+		"Nodes=gpu01",                                      // no SwitchName
+		"SwitchName=a Nodes=gpu[01-",                       // bad hostlist
+		"SwitchName=a Switches=b",                          // undefined switch
+		"SwitchName=a Switches=b\nSwitchName=b Switches=a", // cycle
+		"SwitchName=a Nodes=x\nSwitchName=a Nodes=y",       // defined twice
+		"SwitchName=a garbage",                             // not KEY=VALUE
+	} {
+		if _, err := ParseTopologyConf(strings.NewReader(bad)); err == nil {
+			t.Errorf("ParseTopologyConf(%q) succeeded, want an error", bad)
+		}
+	}
+}
