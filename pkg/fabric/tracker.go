@@ -28,6 +28,12 @@ type Source interface {
 	Relevant(old, new *v1.Node) bool
 }
 
+// Versioned is a Source whose answers change without node events (e.g. it
+// reads a file): the tracker rebuilds the tree when Version changes.
+type Versioned interface {
+	Version() string
+}
+
 // LabelSource reads each level's switch from a node label.
 type LabelSource struct {
 	levels []string
@@ -71,9 +77,10 @@ type Tracker struct {
 	source Source
 	lister corelisters.NodeLister
 
-	mu    sync.Mutex
-	tree  *Tree
-	stale bool
+	mu            sync.Mutex
+	tree          *Tree
+	stale         bool
+	sourceVersion string
 	// Builds counts rebuilds, for tests and metrics.
 	builds int
 }
@@ -107,7 +114,11 @@ func (t *Tracker) markStale() {
 func (t *Tracker) Tree() (*Tree, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.stale && t.tree != nil {
+	version := ""
+	if v, ok := t.source.(Versioned); ok {
+		version = v.Version()
+	}
+	if !t.stale && t.tree != nil && version == t.sourceVersion {
 		return t.tree, nil
 	}
 	nodes, err := t.lister.List(labels.Everything())
@@ -123,7 +134,7 @@ func (t *Tracker) Tree() (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.tree, t.stale = tree, false
+	t.tree, t.stale, t.sourceVersion = tree, false, version
 	t.builds++
 	return tree, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-sched/sluice/pkg/plugins/fabrictopology"
 	"github.com/sluice-sched/sluice/pkg/plugins/gang"
+	"github.com/sluice-sched/sluice/pkg/plugins/slurmnodestate"
 
 	// Registers the typed plugin args into kube-scheduler's config scheme,
 	// so a KubeSchedulerConfiguration that configures sluice's plugins
@@ -26,6 +27,7 @@ func Registry() frameworkruntime.Registry {
 	return frameworkruntime.Registry{
 		fabrictopology.Name: fabrictopology.New,
 		gang.Name:           gang.New,
+		slurmnodestate.Name: slurmnodestate.New,
 	}
 }
 

@@ -94,3 +94,63 @@ type GangArgs struct {
 	// whole stays out of the active queue before it is tried again.
 	RejectedGangBackoffSeconds int64
 }
+
+// SlurmFailureMode says what happens when Slurm's state is too old.
+type SlurmFailureMode string
+
+const (
+	// SlurmFailClosed makes Slurm-managed nodes unschedulable.
+	SlurmFailClosed SlurmFailureMode = "Closed"
+	// SlurmFailOpen ignores Slurm.
+	SlurmFailOpen SlurmFailureMode = "Open"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SlurmNodeStateArgs configures the SlurmNodeState plugin.
+type SlurmNodeStateArgs struct {
+	metav1.TypeMeta
+
+	// Endpoint of slurmrestd: http(s)://host:port or unix:///path. Empty
+	// turns the plugin off.
+	Endpoint string
+	// APIVersion, e.g. v0.0.38; empty discovers it from /openapi/v3.
+	APIVersion string
+	// User is sent as X-SLURM-USER-NAME.
+	User string
+	// TokenFile holds the JWT (X-SLURM-USER-TOKEN); re-read when it changes.
+	TokenFile string
+	// CAFile and ServerName verify an https endpoint.
+	CAFile     string
+	ServerName string
+	// InsecureSkipTLSVerify disables certificate checks.
+	InsecureSkipTLSVerify bool
+	// PollIntervalSeconds between polls of slurmrestd.
+	PollIntervalSeconds int64
+	// RequestTimeoutSeconds bounds one request.
+	RequestTimeoutSeconds int64
+	// MaxStalenessSeconds is how old the last good snapshot may get before
+	// FailureMode applies.
+	MaxStalenessSeconds int64
+	// FailureMode is Closed (Slurm-managed nodes unschedulable) or Open
+	// (Slurm ignored) once the snapshot is older than MaxStalenessSeconds.
+	FailureMode SlurmFailureMode
+	// UnhealthyStates are the Slurm states (base states or flags) that make
+	// a node unschedulable.
+	UnhealthyStates []string
+	// NodeNameLabel is the node label holding a node's Slurm name; empty
+	// means the node name is the Slurm name.
+	NodeNameLabel string
+	// SharedNodeLabel marks nodes where a native slurmd runs beside kubelet
+	// (label value "true"): the GPUs Slurm jobs hold there are subtracted
+	// from what pods may take.
+	SharedNodeLabel string
+	// ManagedNodeLabel, when set, marks the nodes Slurm manages (value
+	// "true"), so failing closed works even before the first snapshot;
+	// otherwise a node is Slurm-managed when the last good snapshot has it.
+	ManagedNodeLabel string
+	// GRESName is the Slurm GRES that counts GPUs.
+	GRESName string
+	// GPUResourceName is the Kubernetes resource that counts GPUs.
+	GPUResourceName string
+}

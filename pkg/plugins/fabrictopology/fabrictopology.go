@@ -146,6 +146,8 @@ func NewSource(cfg *config.FabricConfig) (fabric.Source, error) {
 	switch cfg.Source {
 	case config.FabricSourceNodeLabels:
 		return fabric.NewLabelSource(levels, keys)
+	case config.FabricSourceSlurmTopology:
+		return newSlurmTopologySource(cfg.SlurmTopologyFile, cfg.SlurmNodeNameLabel, levels)
 	}
 	return nil, fmt.Errorf("fabric source %q is not supported", cfg.Source)
 }

@@ -51,10 +51,11 @@ type decision struct {
 // decide plans a gang over nodes.
 func (pl *FabricTopology) decide(tree *fabric.Tree, nodes []fwk.NodeInfo, p gangPlan) decision {
 	shape := capacity.ShapeOf(p.template)
+	ext := capacity.ExternalFor(pl.handle)
 	slots := make([]int, tree.NumNodes())
 	for _, ni := range nodes {
 		if i, ok := tree.NodeIndex(ni.Node().Name); ok {
-			slots[i] = shape.Slots(ni, nil)
+			slots[i] = shape.SlotsWith(ni, ext)
 		}
 	}
 	overlay := tree.Overlay(slots)

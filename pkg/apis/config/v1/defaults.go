@@ -63,3 +63,43 @@ func SetDefaults_GangArgs(obj *GangArgs) {
 		obj.RejectedGangBackoffSeconds = ptr.To[int64](10)
 	}
 }
+
+// DefaultSharedNodeLabel marks nodes where slurmd runs beside kubelet.
+const DefaultSharedNodeLabel = "sluice.dev/slurm-shared"
+
+// SetDefaults_SlurmNodeStateArgs defaults SlurmNodeStateArgs.
+func SetDefaults_SlurmNodeStateArgs(obj *SlurmNodeStateArgs) {
+	for _, f := range []**string{&obj.Endpoint, &obj.APIVersion, &obj.User, &obj.TokenFile, &obj.CAFile,
+		&obj.ServerName, &obj.NodeNameLabel, &obj.ManagedNodeLabel} {
+		if *f == nil {
+			*f = ptr.To("")
+		}
+	}
+	if obj.InsecureSkipTLSVerify == nil {
+		obj.InsecureSkipTLSVerify = ptr.To(false)
+	}
+	if obj.PollIntervalSeconds == nil {
+		obj.PollIntervalSeconds = ptr.To[int64](10)
+	}
+	if obj.RequestTimeoutSeconds == nil {
+		obj.RequestTimeoutSeconds = ptr.To[int64](5)
+	}
+	if obj.MaxStalenessSeconds == nil {
+		obj.MaxStalenessSeconds = ptr.To[int64](60)
+	}
+	if obj.FailureMode == "" {
+		obj.FailureMode = "Closed"
+	}
+	if obj.UnhealthyStates == nil {
+		obj.UnhealthyStates = []string{"DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "MAINTENANCE"}
+	}
+	if obj.SharedNodeLabel == nil {
+		obj.SharedNodeLabel = ptr.To(DefaultSharedNodeLabel)
+	}
+	if obj.GRESName == nil {
+		obj.GRESName = ptr.To("gpu")
+	}
+	if obj.GPUResourceName == nil {
+		obj.GPUResourceName = ptr.To(DefaultGPUResourceName)
+	}
+}

@@ -24,6 +24,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&FabricTopologyArgs{},
 		&GangArgs{},
+		&SlurmNodeStateArgs{},
 	)
 	return nil
 }

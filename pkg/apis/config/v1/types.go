@@ -77,3 +77,57 @@ type GangArgs struct {
 	// whole stays out of the active queue. Default: 10.
 	RejectedGangBackoffSeconds *int64 `json:"rejectedGangBackoffSeconds,omitempty"`
 }
+
+// SlurmFailureMode is "Closed" or "Open".
+type SlurmFailureMode string
+
+// +k8s:defaulter-gen=true
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SlurmNodeStateArgs configures the SlurmNodeState plugin.
+type SlurmNodeStateArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Endpoint of slurmrestd: http(s)://host:port or unix:///path. Empty
+	// (the default) turns the plugin off.
+	Endpoint *string `json:"endpoint,omitempty"`
+	// APIVersion, e.g. v0.0.38; empty (default) discovers it from
+	// /openapi/v3.
+	APIVersion *string `json:"apiVersion,omitempty"`
+	// User is sent as X-SLURM-USER-NAME with the token.
+	User *string `json:"user,omitempty"`
+	// TokenFile holds the JWT (X-SLURM-USER-TOKEN); re-read when it
+	// changes, never logged. Required for http(s) endpoints.
+	TokenFile *string `json:"tokenFile,omitempty"`
+	// CAFile verifies an https endpoint (system roots when empty).
+	CAFile *string `json:"caFile,omitempty"`
+	// ServerName overrides the name checked in the server certificate.
+	ServerName *string `json:"serverName,omitempty"`
+	// InsecureSkipTLSVerify disables certificate checks. Default false.
+	InsecureSkipTLSVerify *bool `json:"insecureSkipTLSVerify,omitempty"`
+	// PollIntervalSeconds between polls. Default 10.
+	PollIntervalSeconds *int64 `json:"pollIntervalSeconds,omitempty"`
+	// RequestTimeoutSeconds bounds one request. Default 5.
+	RequestTimeoutSeconds *int64 `json:"requestTimeoutSeconds,omitempty"`
+	// MaxStalenessSeconds is how old the last good snapshot may get before
+	// FailureMode applies. Default 60.
+	MaxStalenessSeconds *int64 `json:"maxStalenessSeconds,omitempty"`
+	// FailureMode is Closed (default) or Open.
+	FailureMode SlurmFailureMode `json:"failureMode,omitempty"`
+	// UnhealthyStates make a node unschedulable. Default DRAIN, DOWN, FAIL,
+	// NOT_RESPONDING, MAINTENANCE.
+	UnhealthyStates []string `json:"unhealthyStates,omitempty"`
+	// NodeNameLabel is the node label holding a node's Slurm name. Default
+	// empty: the node name is the Slurm name.
+	NodeNameLabel *string `json:"nodeNameLabel,omitempty"`
+	// SharedNodeLabel marks nodes where a native slurmd runs beside
+	// kubelet (value "true"). Default sluice.dev/slurm-shared.
+	SharedNodeLabel *string `json:"sharedNodeLabel,omitempty"`
+	// ManagedNodeLabel marks Slurm-managed nodes (value "true"). Default
+	// empty: a node is Slurm-managed when the last good snapshot has it.
+	ManagedNodeLabel *string `json:"managedNodeLabel,omitempty"`
+	// GRESName is the GRES that counts GPUs. Default gpu.
+	GRESName *string `json:"gresName,omitempty"`
+	// GPUResourceName is the Kubernetes GPU resource. Default nvidia.com/gpu.
+	GPUResourceName *string `json:"gpuResourceName,omitempty"`
+}

@@ -18,6 +18,7 @@ import (
 func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&FabricTopologyArgs{}, func(obj interface{}) { SetObjectDefaults_FabricTopologyArgs(obj.(*FabricTopologyArgs)) })
 	scheme.AddTypeDefaultingFunc(&GangArgs{}, func(obj interface{}) { SetObjectDefaults_GangArgs(obj.(*GangArgs)) })
+	scheme.AddTypeDefaultingFunc(&SlurmNodeStateArgs{}, func(obj interface{}) { SetObjectDefaults_SlurmNodeStateArgs(obj.(*SlurmNodeStateArgs)) })
 	return nil
 }
 
@@ -28,4 +29,8 @@ func SetObjectDefaults_FabricTopologyArgs(in *FabricTopologyArgs) {
 
 func SetObjectDefaults_GangArgs(in *GangArgs) {
 	SetDefaults_GangArgs(in)
+}
+
+func SetObjectDefaults_SlurmNodeStateArgs(in *SlurmNodeStateArgs) {
+	SetDefaults_SlurmNodeStateArgs(in)
 }

@@ -7,6 +7,8 @@
 package validation
 
 import (
+	"net/url"
+
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -133,5 +135,60 @@ func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
 	if args.RejectedGangBackoffSeconds < 0 {
 		errs = append(errs, field.Invalid(path.Child("rejectedGangBackoffSeconds"), args.RejectedGangBackoffSeconds, "must not be negative"))
 	}
+	return errs.ToAggregate()
+}
+
+// slurmStates are the state words an unhealthy-state list may name.
+var slurmStates = sets.New("INVALID", "UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR", "MIXED", "FUTURE",
+	"EXTERNAL", "RESERVED", "UNDRAIN", "CLOUD", "RESUME", "DRAIN", "COMPLETING", "NOT_RESPONDING",
+	"POWERED_DOWN", "FAIL", "POWERING_UP", "MAINTENANCE", "REBOOT_REQUESTED", "REBOOT_CANCELED",
+	"POWERING_DOWN", "DYNAMIC_FUTURE", "REBOOT_ISSUED", "PLANNED", "INVALID_REG", "POWER_DOWN",
+	"POWER_UP", "POWER_DRAIN", "DYNAMIC_NORM", "BLOCKED", "POWER_DOWN_ASAP", "POWER_DOWN_FORCE")
+
+// ValidateSlurmNodeStateArgs checks SlurmNodeStateArgs.
+func ValidateSlurmNodeStateArgs(path *field.Path, args *config.SlurmNodeStateArgs) error {
+	var errs field.ErrorList
+	positive := func(name string, v int64) {
+		if v <= 0 {
+			errs = append(errs, field.Invalid(path.Child(name), v, "must be greater than 0"))
+		}
+	}
+	positive("pollIntervalSeconds", args.PollIntervalSeconds)
+	positive("requestTimeoutSeconds", args.RequestTimeoutSeconds)
+	positive("maxStalenessSeconds", args.MaxStalenessSeconds)
+	if args.MaxStalenessSeconds > 0 && args.MaxStalenessSeconds < args.PollIntervalSeconds {
+		errs = append(errs, field.Invalid(path.Child("maxStalenessSeconds"), args.MaxStalenessSeconds, "must not be less than pollIntervalSeconds"))
+	}
+	switch args.FailureMode {
+	case config.SlurmFailClosed, config.SlurmFailOpen:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("failureMode"), args.FailureMode,
+			[]config.SlurmFailureMode{config.SlurmFailClosed, config.SlurmFailOpen}))
+	}
+	for i, st := range args.UnhealthyStates {
+		if !slurmStates.Has(st) {
+			errs = append(errs, field.NotSupported(path.Child("unhealthyStates").Index(i), st, sets.List(slurmStates)))
+		}
+	}
+	for name, label := range map[string]string{"nodeNameLabel": args.NodeNameLabel, "sharedNodeLabel": args.SharedNodeLabel, "managedNodeLabel": args.ManagedNodeLabel} {
+		if label != "" {
+			errs = append(errs, metav1validation.ValidateLabelName(label, path.Child(name))...)
+		}
+	}
+	if args.Endpoint != "" {
+		u, err := url.Parse(args.Endpoint)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(path.Child("endpoint"), args.Endpoint, err.Error()))
+		case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix":
+			errs = append(errs, field.Invalid(path.Child("endpoint"), args.Endpoint, "want http://host:port, https://host:port or unix:///path"))
+		case u.Scheme != "unix" && args.TokenFile == "":
+			errs = append(errs, field.Required(path.Child("tokenFile"), "an http(s) endpoint needs a JWT token file"))
+		}
+	}
+	if args.GRESName == "" {
+		errs = append(errs, field.Required(path.Child("gresName"), ""))
+	}
+	errs = append(errs, validateResourceName(path.Child("gpuResourceName"), args.GPUResourceName)...)
 	return errs.ToAggregate()
 }
