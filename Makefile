@@ -30,7 +30,7 @@ STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/)
 INTEGRATION_PKGS = $(shell $(GO) list ./test/integration/...)
 
-.PHONY: all build test unit integration binary verify codegen image clean
+.PHONY: all build test unit fuzz integration binary verify codegen image clean
 
 all: build
 
@@ -40,13 +40,21 @@ build:
 
 ## test: unit tests with the race detector, integration tests against a real
 ## apiserver, and a smoke test of the built binary
-test: unit integration binary
+test: unit fuzz integration binary
 
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 integration:
 	$(GO) test -count=1 -timeout 40m $(INTEGRATION_PKGS)
+
+# Each fuzz target runs briefly; their seed corpora also run in `unit`.
+FUZZTIME ?= 10s
+fuzz:
+	@for target in $$($(GO) test ./pkg/slurm/ -list 'Fuzz.*' | grep '^Fuzz'); do \
+		echo "fuzz $$target ($(FUZZTIME))"; \
+		$(GO) test ./pkg/slurm/ -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 # The binary is kube-scheduler with sluice inside: its --help lists
 # kube-scheduler's flags and --version names both versions.

@@ -62,8 +62,9 @@ func NewCache(client *Client, cfg CacheConfig) *Cache {
 	return &Cache{client: client, cfg: cfg}
 }
 
-// OnChange registers f, called after a poll that changed the snapshot (or
-// after the first good one) with the previous (maybe nil) and the new one.
+// OnChange registers f, called after a poll that changed the snapshot,
+// after the first good one, and after the first good one following a
+// failure, with the previous (maybe nil) and the current one.
 // It is also called with (nil, nil) when a poll fails, so readers can
 // re-check staleness.
 func (c *Cache) OnChange(f func(prev, cur *Snapshot)) {
@@ -142,6 +143,7 @@ func (c *Cache) Poll(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	prev := c.snap
+	recovered := c.lastErr != nil
 	c.goodAt, c.lastErr = start, nil
 	changed := false
 	if !res.NotModified {
@@ -165,7 +167,9 @@ func (c *Cache) Poll(ctx context.Context) error {
 	c.mu.Unlock()
 	metrics.SlurmSnapshotAge.Set(0)
 	metrics.SlurmNodes.Set(float64(len(cur.Nodes)))
-	if changed || prev == nil {
+	// Readers also hear of a recovery: a snapshot that was too old to
+	// trust is current again, even if nothing in it changed.
+	if changed || prev == nil || recovered {
 		for _, f := range listeners {
 			f(prev, cur)
 		}

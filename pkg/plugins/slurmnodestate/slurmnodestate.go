@@ -188,7 +188,7 @@ func (pl *SlurmNodeState) currentView(logger klog.Logger) view {
 		}
 		metrics.SlurmFailSafe.WithLabelValues(mode).Set(v)
 		if expired {
-			logger.Info("Slurm state is too old; failing "+strings.ToLower(mode), "age", age.Round(time.Second), "maxStaleness", pl.maxAge, "lastError", lastErr)
+			logger.Info("Slurm state is too old; failing "+strings.ToLower(mode), "age", roundAge(age), "maxStaleness", pl.maxAge, "lastError", lastErr)
 		} else {
 			logger.Info("Slurm state is current again")
 		}
@@ -201,7 +201,7 @@ func (pl *SlurmNodeState) currentView(logger klog.Logger) view {
 	}
 	why := "no snapshot of Slurm's node state yet"
 	if snap != nil {
-		why = fmt.Sprintf("Slurm's node state is %s old (max %s)", age.Round(time.Second), pl.maxAge)
+		why = fmt.Sprintf("Slurm's node state is %s old (max %s)", roundAge(age), pl.maxAge)
 	}
 	if lastErr != nil {
 		why += fmt.Sprintf("; last poll: %v", lastErr)
@@ -313,4 +313,12 @@ func (pl *SlurmNodeState) EventsToRegister(_ context.Context) ([]fwk.ClusterEven
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}},
 	}, nil
+}
+
+// roundAge rounds an age for messages: to 10 ms below 10 s, else to 1 s.
+func roundAge(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Second)
 }

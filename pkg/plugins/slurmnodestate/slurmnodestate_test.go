@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package slurmnodestate
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/sluice-sched/sluice/pkg/apis/config"
+	"github.com/sluice-sched/sluice/pkg/slurm"
+)
+
+// restd serves a fixture of Slurm 22.05 (v0.0.38) and can be made to fail.
+type restd struct {
+	mu   sync.Mutex
+	body []byte
+	down bool
+}
+
+func (r *restd) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down {
+		w.WriteHeader(http.StatusBadGateway)
+		return
+	}
+	_, _ = w.Write(r.body)
+}
+
+// newPlugin builds the plugin over a fake slurmrestd serving the fixture
+// (gpu01 MIXED with 2 of 8 GPUs in jobs, gpu04 IDLE+DRAIN "maintenance",
+// gpu05 DOWN, gpu06 MIXED+DRAIN, gpu07 IDLE, gpu08 DOWN+NOT_RESPONDING).
+func newPlugin(t *testing.T, mode config.SlurmFailureMode, maxStaleness time.Duration) (*SlurmNodeState, *restd) {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join("..", "..", "slurm", "testdata", "responses", "slurm-nodes-v0.0.38.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := &restd{body: body}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client, err := slurm.NewClient(slurm.ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.38", TokenFile: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := slurm.NewCache(client, slurm.CacheConfig{Interval: time.Hour})
+	if err := cache.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return &SlurmNodeState{
+		args: &config.SlurmNodeStateArgs{
+			FailureMode: mode, SharedNodeLabel: "sluice.dev/slurm-shared", GRESName: "gpu",
+			GPUResourceName: "nvidia.com/gpu", NodeNameLabel: "slurm.example/name",
+		},
+		cache:    cache,
+		gpu:      "nvidia.com/gpu",
+		unhealth: []string{"DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "MAINTENANCE"},
+		maxAge:   maxStaleness,
+		rejected: map[string]*v1.Pod{},
+	}, fake
+}
+
+func gpuNode(name string, labels ...string) *v1.Node {
+	w := st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{"cpu": "64", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"})
+	for i := 0; i+1 < len(labels); i += 2 {
+		w = w.Label(labels[i], labels[i+1])
+	}
+	return w.Obj()
+}
+
+func gpuPod(gpus string) *v1.Pod {
+	return st.MakePod().Name("p").Namespace("ns").UID("p").Req(map[v1.ResourceName]string{"nvidia.com/gpu": gpus}).Obj()
+}
+
+// filter runs PreFilter and Filter for pod on node (with `running` GPU pods
+// already on it) and returns "<code>: <message>".
+func filter(t *testing.T, pl *SlurmNodeState, pod *v1.Pod, node *v1.Node, running ...*v1.Pod) string {
+	t.Helper()
+	state := framework.NewCycleState()
+	ctx := klog.NewContext(context.Background(), klog.Background())
+	if _, s := pl.PreFilter(ctx, state, pod, nil); s.IsSkip() {
+		return "Success"
+	} else if !s.IsSuccess() {
+		return "PreFilter " + s.Code().String() + ": " + s.Message()
+	}
+	ni := framework.NewNodeInfo(running...)
+	ni.SetNode(node)
+	s := pl.Filter(ctx, state, pod, ni)
+	if s.IsSuccess() {
+		return "Success"
+	}
+	return s.Code().String() + ": " + s.Message()
+}
+
+func TestFilter(t *testing.T) {
+	pl, _ := newPlugin(t, config.SlurmFailClosed, time.Minute)
+	shared := []string{"sluice.dev/slurm-shared", "true"}
+	tests := []struct {
+		name    string
+		node    *v1.Node
+		pod     *v1.Pod
+		running []*v1.Pod
+		want    string
+	}{
+		{name: "idle", node: gpuNode("gpu07"), pod: gpuPod("8"), want: "Success"},
+		{name: "drained, with Slurm's reason", node: gpuNode("gpu04"), pod: gpuPod("1"),
+			want: `UnschedulableAndUnresolvable: SlurmNodeUnhealthy: Slurm node gpu04 is IDLE+DRAIN (reason: "maintenance")`},
+		{name: "draining", node: gpuNode("gpu06"), pod: gpuPod("1"),
+			want: `UnschedulableAndUnresolvable: SlurmNodeUnhealthy: Slurm node gpu06 is MIXED+DRAIN (reason: "drain-while-busy")`},
+		{name: "down", node: gpuNode("gpu05"), pod: gpuPod("1"),
+			want: `UnschedulableAndUnresolvable: SlurmNodeUnhealthy: Slurm node gpu05 is DOWN (reason: "admin-down")`},
+		{name: "not responding", node: gpuNode("gpu08"), pod: gpuPod("1"),
+			want: `UnschedulableAndUnresolvable: SlurmNodeUnhealthy: Slurm node gpu08 is DOWN+NOT_RESPONDING (reason: "Not responding")`},
+		{name: "mapped by label", node: gpuNode("k8s-node-4", "slurm.example/name", "gpu04"), pod: gpuPod("1"),
+			want: `UnschedulableAndUnresolvable: SlurmNodeUnhealthy: Slurm node gpu04 is IDLE+DRAIN (reason: "maintenance")`},
+		{name: "not a Slurm node", node: gpuNode("cpu-only"), pod: gpuPod("1"), want: "Success"},
+		// gpu01: Slurm jobs hold 2 of 8 GPUs.
+		{name: "shared node: 6 free of 8, pod needs 6", node: gpuNode("gpu01", shared...), pod: gpuPod("6"), want: "Success"},
+		{name: "shared node: 6 free of 8, pod needs 7", node: gpuNode("gpu01", shared...), pod: gpuPod("7"),
+			want: "Unschedulable: SlurmGPUsHeld: Slurm jobs hold 2 of 8 nvidia.com/gpu on gpu01; 6 free for pods, the pod needs 7"},
+		{name: "shared node: Kubernetes pods count too", node: gpuNode("gpu01", shared...), pod: gpuPod("3"),
+			running: []*v1.Pod{st.MakePod().Name("r").UID("r").Req(map[v1.ResourceName]string{"nvidia.com/gpu": "4"}).Obj()},
+			want:    "Unschedulable: SlurmGPUsHeld: Slurm jobs hold 2 of 8 nvidia.com/gpu on gpu01; 2 free for pods, the pod needs 3"},
+		{name: "not shared: Slurm's GPU use is not Kubernetes'", node: gpuNode("gpu01"), pod: gpuPod("8"), want: "Success"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, filter(t, pl, tt.pod, tt.node, tt.running...)); diff != "" {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStaleSnapshot(t *testing.T) {
+	for _, tt := range []struct {
+		mode      config.SlurmFailureMode
+		wantIdle  string
+		wantOther string
+	}{
+		{config.SlurmFailClosed, "UnschedulableAndUnresolvable: SlurmStateStale: failing closed: Slurm's node state is", "Success"},
+		{config.SlurmFailOpen, "Success", "Success"},
+	} {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			pl, fake := newPlugin(t, tt.mode, 50*time.Millisecond)
+			fake.mu.Lock()
+			fake.down = true
+			fake.mu.Unlock()
+			_ = pl.cache.Poll(context.Background())
+			// Still fresh: the last good snapshot is used.
+			if got := filter(t, pl, gpuPod("1"), gpuNode("gpu04")); !strings.Contains(got, "SlurmNodeUnhealthy") {
+				t.Errorf("fresh: gpu04 = %q, want the drained state of the last good snapshot", got)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if got := filter(t, pl, gpuPod("1"), gpuNode("gpu07")); !strings.HasPrefix(got, tt.wantIdle) {
+				t.Errorf("stale: gpu07 = %q, want prefix %q", got, tt.wantIdle)
+			}
+			// A node Slurm does not manage is not affected.
+			if got := filter(t, pl, gpuPod("1"), gpuNode("cpu-only")); got != tt.wantOther {
+				t.Errorf("stale: cpu-only = %q, want %q", got, tt.wantOther)
+			}
+			fake.mu.Lock()
+			fake.down = false
+			fake.mu.Unlock()
+			if err := pl.cache.Poll(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := filter(t, pl, gpuPod("1"), gpuNode("gpu07")); got != "Success" {
+				t.Errorf("recovered: gpu07 = %q", got)
+			}
+		})
+	}
+}
+
+func TestScore(t *testing.T) {
+	pl, _ := newPlugin(t, config.SlurmFailClosed, time.Minute)
+	state := framework.NewCycleState()
+	pod := gpuPod("1")
+	if _, s := pl.PreFilter(context.Background(), state, pod, nil); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if s := pl.PreScore(context.Background(), state, pod, nil); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	for node, want := range map[string]int64{
+		"gpu07":    100, // IDLE
+		"cpu-only": 100, // not Slurm's
+		"gpu01":    75,  // MIXED, 2 of 8 GPUs in jobs: 100 * 6/8
+		"gpu02":    0,   // ALLOCATED
+	} {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(gpuNode(node))
+		got, s := pl.Score(context.Background(), state, pod, ni)
+		if !s.IsSuccess() || got != want {
+			t.Errorf("Score(%s) = %d, %v; want %d", node, got, s, want)
+		}
+	}
+}
+
+// TestRejectedPodsAreForgottenOnChange checks the bookkeeping behind
+// requeueing: pods rejected for Slurm reasons are handed to the activator
+// when the snapshot changes, once.
+func TestRejectedPodsAreForgottenOnChange(t *testing.T) {
+	pl, _ := newPlugin(t, config.SlurmFailClosed, time.Minute)
+	act := &activator{}
+	pl.handle = act
+	filter(t, pl, gpuPod("1"), gpuNode("gpu04"))
+	pl.snapshotChanged(context.Background(), &slurm.Snapshot{})
+	pl.snapshotChanged(context.Background(), &slurm.Snapshot{})
+	if diff := cmp.Diff([]int{1}, act.calls); diff != "" {
+		t.Errorf("pods activated per change (-want,+got):\n%s", diff)
+	}
+}
+
+type activator struct {
+	fwk.Handle
+	calls []int
+}
+
+func (a *activator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
+	a.calls = append(a.calls, len(pods))
+}

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluice-sched/sluice/test/harness"
+)
+
+
+// TestDrainAndResume: an admin drains a node in Slurm; new pods stop going
+// there within a poll interval, a pod that can only go there is told why in
+// Slurm's own words, and when the node is resumed that pod is placed (it is
+// requeued by the Slurm change, not by a timer).
+func TestDrainAndResume(t *testing.T) {
+	env := liveSlurm(t)
+	t.Cleanup(func() { env.resumeAll(t) })
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	slurmNodes(t, cp, nil)
+	startScheduler(t, cp, env.slurmArgs(env.url, env.tokenFile))
+
+	env.must(t, "scontrol", "update", "nodename=gpu03", "state=drain", "reason=sluice-e2e: GPU 3 ECC errors")
+	env.waitState(t, "gpu03", "drain")
+	time.Sleep(2 * time.Second) // one poll interval (1 s) and then some
+
+	// Eight 8-GPU pods for eight nodes: seven bind, none on gpu03.
+	var names []string
+	for i := 0; i < 8; i++ {
+		name := fmt.Sprintf("full-%d", i)
+		harness.CreatePods(t, cp.Client, harness.Pod(ns, name).Scheduler("sluice-research").GPUs(8).Obj())
+		names = append(names, name)
+	}
+	var bound map[string]string
+	var pending string
+	harness.Eventually(t, harness.DefaultTimeout, func(ctx context.Context) (bool, error) {
+		bound, pending = map[string]string{}, ""
+		for _, n := range names {
+			p, err := cp.Client.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if p.Spec.NodeName != "" {
+				bound[n] = p.Spec.NodeName
+			} else {
+				pending = n
+			}
+		}
+		return len(bound) == 7, nil
+	}, func() string { return fmt.Sprintf("want 7 of 8 pods bound, got %v", bound) })
+	for pod, node := range bound {
+		if node == "gpu03" {
+			t.Fatalf("pod %s was bound to the drained gpu03", pod)
+		}
+	}
+	// The pending pod's event says why gpu03 is out, in Slurm's words.
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", pending, "FailedScheduling", "Slurm node gpu03 is IDLE+DRAIN", "sluice-e2e: GPU 3 ECC errors")
+
+	env.must(t, "scontrol", "update", "nodename=gpu03", "state=resume")
+	if node := harness.WaitForPodsBound(t, cp.Client, ns, pending)[pending]; node != "gpu03" {
+		t.Fatalf("after resume, %s went to %s, want gpu03", pending, node)
+	}
+}
+
+// TestSharedNodeGPUsHeldBySlurm: on a node where slurmd runs beside
+// kubelet, a Slurm job holding 6 of 8 GPUs leaves 2 for pods: a 4-GPU pod
+// does not go there, a 2-GPU pod may.
+func TestSharedNodeGPUsHeldBySlurm(t *testing.T) {
+	env := liveSlurm(t)
+	t.Cleanup(func() { env.resumeAll(t) })
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	slurmNodes(t, cp, map[string]string{"sluice.dev/slurm-shared": "true"})
+	startScheduler(t, cp, env.slurmArgs(env.url, env.tokenFile))
+
+	env.must(t, "sbatch", "-Q", "-w", "gpu05", "--gres=gpu:6", "-c", "2", "-o", "/dev/null", "--wrap", "sleep 600")
+	env.waitState(t, "gpu05", "mixed")
+	time.Sleep(2 * time.Second)
+
+	affinity := func(b *harness.PodBuilder) *harness.PodBuilder {
+		return b.Label("test.sluice.dev/only", "gpu05")
+	}
+	four := affinity(harness.Pod(ns, "four").GPUs(4)).Obj()
+	four.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "gpu05"}
+	two := affinity(harness.Pod(ns, "two").GPUs(2)).Obj()
+	two.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "gpu05"}
+	harness.CreatePods(t, cp.Client, four, two)
+	harness.WaitForPodsBound(t, cp.Client, ns, "two")
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "four", "FailedScheduling", "Slurm jobs hold 6 of 8 nvidia.com/gpu on gpu05")
+	harness.ExpectPodsPending(t, cp.Client, ns, 2*time.Second, "four")
+}
+
+// TestSlurmrestdDown: with slurmrestd killed, the last good snapshot is
+// used (a drained node stays out, the others are used); after maxStaleness
+// Slurm-managed nodes fail closed, with the reason in the pod's event; when
+// slurmrestd is back, the waiting pod is placed.
+func TestSlurmrestdDown(t *testing.T) {
+	env := liveSlurm(t)
+	t.Cleanup(func() {
+		restartRestd(t, env)
+		env.resumeAll(t)
+	})
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	slurmNodes(t, cp, nil)
+	startScheduler(t, cp, env.slurmArgs(env.url, env.tokenFile))
+
+	env.must(t, "scontrol", "update", "nodename=gpu02", "state=drain", "reason=sluice-e2e: stale test")
+	env.waitState(t, "gpu02", "drain")
+	time.Sleep(2 * time.Second)
+	killRestd(t, env)
+
+	// Within maxStaleness: the stale snapshot still keeps gpu02 out.
+	pinned := harness.Pod(ns, "pinned").GPUs(1).Obj()
+	pinned.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "gpu02"}
+	harness.CreatePods(t, cp.Client, pinned, harness.Pod(ns, "early").GPUs(1).Obj())
+	harness.WaitForPodsBound(t, cp.Client, ns, "early")
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "pinned", "FailedScheduling", "Slurm node gpu02 is IDLE+DRAIN")
+
+	// After maxStaleness (4 s): fail closed.
+	time.Sleep(5 * time.Second)
+	harness.CreatePods(t, cp.Client, harness.Pod(ns, "late").GPUs(1).Obj())
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "late", "FailedScheduling", "SlurmStateStale: failing closed", "last poll: slurmrestd GET")
+	harness.ExpectPodsPending(t, cp.Client, ns, time.Second, "late")
+
+	restartRestd(t, env)
+	harness.WaitForPodsBound(t, cp.Client, ns, "late")
+}
+
+// TestWrongToken: a token slurmrestd rejects is a clear error in the
+// events of the pods it keeps waiting (failing closed), not a crash; the
+// scheduler keeps running and serves other nodes.
+func TestWrongToken(t *testing.T) {
+	env := liveSlurm(t)
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	slurmNodes(t, cp, nil)
+	harness.CreateNodes(t, cp.Client, harness.GPUNode("not-slurm", 8).Obj())
+	bad := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(bad, []byte("not-a-jwt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startScheduler(t, cp, env.slurmArgs(env.url, bad))
+	pinned := harness.Pod(ns, "pinned").GPUs(1).Obj()
+	pinned.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "gpu01"}
+	harness.CreatePods(t, cp.Client, pinned, harness.Pod(ns, "free").GPUs(1).Obj())
+	msg := harness.WaitForEvent(t, cp.Client, ns, "Pod", "pinned", "FailedScheduling", "SlurmStateStale", "no snapshot of Slurm's node state yet", "check the token file")
+	t.Logf("event: %s", msg)
+	if node := harness.WaitForPodsBound(t, cp.Client, ns, "free")["free"]; node != "not-slurm" {
+		t.Errorf("free pod on %s, want not-slurm (the only node not failing closed)", node)
+	}
+}
+
+// TestUnixSocket reads Slurm's state over slurmrestd's unix socket (local
+// auth, no token).
+func TestUnixSocket(t *testing.T) {
+	env := liveSlurm(t)
+	t.Cleanup(func() { env.resumeAll(t) })
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	slurmNodes(t, cp, nil)
+	args := env.slurmArgs("unix://"+env.socket, "")
+	startScheduler(t, cp, args)
+	env.must(t, "scontrol", "update", "nodename=gpu07", "state=down", "reason=sluice-e2e: socket test")
+	env.waitState(t, "gpu07", "down")
+	time.Sleep(2 * time.Second) // one poll interval (1 s) and then some
+	pinned := harness.Pod(ns, "pinned").GPUs(1).Obj()
+	pinned.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "gpu07"}
+	harness.CreatePods(t, cp.Client, pinned)
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "pinned", "FailedScheduling", "Slurm node gpu07 is DOWN", "socket test")
+}
+
+func killRestd(t *testing.T, env slurmEnv) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(env.dir, "pids", "slurmrestd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := env.run("kill", strings.TrimSpace(string(data))); err != nil {
+		t.Fatalf("killing slurmrestd: %v %s", err, out)
+	}
+}
+
+func restartRestd(t *testing.T, env slurmEnv) {
+	t.Helper()
+	root := harness.ModuleRoot(t)
+	out, err := env.run("bash", filepath.Join(root, "hack", "slurm-up.sh"))
+	if err != nil {
+		t.Fatalf("hack/slurm-up.sh: %v\n%s", err, out)
+	}
+}
