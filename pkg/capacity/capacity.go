@@ -86,31 +86,101 @@ func tolerates(pod *v1.Pod, taint *v1.Taint) bool {
 	return v1helper.TolerationsTolerateTaint(klog.Background(), pod.Spec.Tolerations, taint, false)
 }
 
-// Slots is how many more pods of this shape fit in the node's free
-// resources (allocatable minus requested), minus `held` of each scalar
-// resource that something outside Kubernetes holds (e.g. GPUs in Slurm
-// jobs). It is 0 for nodes the pod is not Eligible for.
-func (s Shape) Slots(ni fwk.NodeInfo, held map[v1.ResourceName]int64) int {
-	if !s.Eligible(ni.Node()) {
-		return 0
-	}
+// Resources is an amount of node resources: what is free on a node, or
+// what a pod requests.
+type Resources struct {
+	MilliCPU int64
+	Memory   int64
+	Pods     int64
+	Scalar   map[v1.ResourceName]int64
+}
+
+// FreeOf is what is free on a node: allocatable minus requested, minus
+// `held` (resources held outside Kubernetes, e.g. GPUs in Slurm jobs).
+func FreeOf(ni fwk.NodeInfo, held map[v1.ResourceName]int64) Resources {
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
-	slots := int64(alloc.GetAllowedPodNumber() - len(ni.GetPods()))
-	fit := func(free, want int64) {
-		if want > 0 {
-			slots = min(slots, max(free, 0)/want)
+	free := Resources{
+		MilliCPU: alloc.GetMilliCPU() - used.GetMilliCPU(),
+		Memory:   alloc.GetMemory() - used.GetMemory(),
+		Pods:     int64(alloc.GetAllowedPodNumber() - len(ni.GetPods())),
+		Scalar:   map[v1.ResourceName]int64{},
+	}
+	usedScalar := used.GetScalarResources()
+	for name, a := range alloc.GetScalarResources() {
+		free.Scalar[name] = a - usedScalar[name] - held[name]
+	}
+	return free
+}
+
+// RequestsOf is what a pod requests, as Resources (Pods = 1).
+func RequestsOf(pod *v1.Pod) Resources {
+	s := ShapeOf(pod)
+	return Resources{MilliCPU: s.MilliCPU, Memory: s.Memory, Pods: 1, Scalar: s.Scalar}
+}
+
+// Add returns r plus o (e.g. free resources with a victim's requests given
+// back).
+func (r Resources) Add(o Resources) Resources {
+	out := Resources{MilliCPU: r.MilliCPU + o.MilliCPU, Memory: r.Memory + o.Memory, Pods: r.Pods + o.Pods,
+		Scalar: make(map[v1.ResourceName]int64, len(r.Scalar))}
+	for k, v := range r.Scalar {
+		out.Scalar[k] = v
+	}
+	for k, v := range o.Scalar {
+		out.Scalar[k] += v
+	}
+	return out
+}
+
+// Sub returns r minus o.
+func (r Resources) Sub(o Resources) Resources {
+	neg := Resources{MilliCPU: -o.MilliCPU, Memory: -o.Memory, Pods: -o.Pods, Scalar: make(map[v1.ResourceName]int64, len(o.Scalar))}
+	for k, v := range o.Scalar {
+		neg.Scalar[k] = -v
+	}
+	return r.Add(neg)
+}
+
+// Covers reports whether r is at least o in every resource o has.
+func (r Resources) Covers(o Resources) bool {
+	if r.MilliCPU < o.MilliCPU || r.Memory < o.Memory || r.Pods < o.Pods {
+		return false
+	}
+	for k, v := range o.Scalar {
+		if r.Scalar[k] < v {
+			return false
 		}
 	}
-	fit(alloc.GetMilliCPU()-used.GetMilliCPU(), s.MilliCPU)
-	fit(alloc.GetMemory()-used.GetMemory(), s.Memory)
-	allocScalar, usedScalar := alloc.GetScalarResources(), used.GetScalarResources()
+	return true
+}
+
+// Fit is how many pods of this shape fit in free resources, ignoring
+// whether the pod may run on the node at all (see Eligible).
+func (s Shape) Fit(free Resources) int {
+	slots := free.Pods
+	fit := func(have, want int64) {
+		if want > 0 {
+			slots = min(slots, max(have, 0)/want)
+		}
+	}
+	fit(free.MilliCPU, s.MilliCPU)
+	fit(free.Memory, s.Memory)
 	for name, want := range s.Scalar {
-		fit(allocScalar[name]-usedScalar[name]-held[name], want)
+		fit(free.Scalar[name], want)
 	}
 	if slots > math.MaxInt32 {
 		slots = math.MaxInt32
 	}
 	return int(max(slots, 0))
+}
+
+// Slots is how many more pods of this shape fit on the node: Fit of its
+// free resources (minus `held`), or 0 if the pod is not Eligible there.
+func (s Shape) Slots(ni fwk.NodeInfo, held map[v1.ResourceName]int64) int {
+	if !s.Eligible(ni.Node()) {
+		return 0
+	}
+	return s.Fit(FreeOf(ni, held))
 }
 
 // Free is the node's free amount of a scalar resource (e.g. GPUs), minus

@@ -106,6 +106,54 @@ var (
 	}, []string{"reason"})
 )
 
+// Overflow metrics.
+var (
+	// OverflowEvictions counts production pods evicted, by reason:
+	// "preemption" (to an overflow node) or "return" (back to physical).
+	OverflowEvictions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Name:           "overflow_evictions_total",
+		Help:           "Production pods evicted through the Eviction API, by reason (preemption: to overflow nodes; return: back to physical nodes).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+	// OverflowWaves counts eviction waves, by reason.
+	OverflowWaves = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Name:           "overflow_waves_total",
+		Help:           "PodDisruptionBudget-respecting eviction waves started, by reason (preemption, return).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+	// ProductionOnOverflow is the number of production pods on overflow nodes.
+	ProductionOnOverflow = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      namespace,
+		Name:           "production_pods_on_overflow",
+		Help:           "Production pods bound to overflow nodes, as the return controller last counted.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	// ReturnMoves counts production pods moved back to physical nodes.
+	ReturnMoves = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Name:           "overflow_return_moves_total",
+		Help:           "Production pods moved from overflow nodes back to physical capacity.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	// ClaimDuration is the time from a research claim to its pods running.
+	ClaimDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace:      namespace,
+		Name:           "research_claim_duration_seconds",
+		Help:           "Time from a research gang or pod claiming physical GPUs (evicting production) to all its pods bound.",
+		Buckets:        metrics.ExponentialBuckets(0.5, 2, 14),
+		StabilityLevel: metrics.ALPHA,
+	})
+	// ClaimsActive is the number of claims in progress.
+	ClaimsActive = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      namespace,
+		Name:           "research_claims_active",
+		Help:           "Research claims whose evictions or pods are still in progress.",
+		StabilityLevel: metrics.ALPHA,
+	})
+)
+
 var registerOnce sync.Once
 
 // Register registers every sluice metric with the legacy registry that
@@ -124,6 +172,12 @@ func Register() {
 			SlurmUnknownStateNodes,
 			SlurmFailSafe,
 			SlurmRejections,
+			OverflowEvictions,
+			OverflowWaves,
+			ProductionOnOverflow,
+			ReturnMoves,
+			ClaimDuration,
+			ClaimsActive,
 		)
 	})
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/sluice-sched/sluice/pkg/plugins/fabrictopology"
 	"github.com/sluice-sched/sluice/pkg/plugins/gang"
+	"github.com/sluice-sched/sluice/pkg/plugins/inferencepacking"
+	"github.com/sluice-sched/sluice/pkg/plugins/overflowpreemption"
 	"github.com/sluice-sched/sluice/pkg/plugins/slurmnodestate"
 
 	// Registers the typed plugin args into kube-scheduler's config scheme,
@@ -27,7 +29,9 @@ func Registry() frameworkruntime.Registry {
 	return frameworkruntime.Registry{
 		fabrictopology.Name: fabrictopology.New,
 		gang.Name:           gang.New,
-		slurmnodestate.Name: slurmnodestate.New,
+		slurmnodestate.Name:     slurmnodestate.New,
+		inferencepacking.Name:   inferencepacking.New,
+		overflowpreemption.Name: overflowpreemption.New,
 	}
 }
 

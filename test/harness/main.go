@@ -5,6 +5,7 @@ package harness
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,9 @@ import (
 	"testing"
 
 	"k8s.io/klog/v2"
+
+	"github.com/sluice-sched/sluice/internal/kcm"
+	"github.com/sluice-sched/sluice/pkg/nodesim"
 )
 
 // LogEnv names the environment variable that keeps component logs on
@@ -103,7 +107,25 @@ type Option func(*mainOptions)
 type mainOptions struct {
 	apiServerFlags []string
 	crds           []string
+	controllers    bool
+	nodeSim        *nodesim.Options
+	priorityClass  bool
 }
+
+// WithControllers runs the ReplicaSet, Deployment and disruption
+// controllers for the package's tests (evicted pods get replaced, PDB
+// status is kept current).
+func WithControllers() Option { return func(o *mainOptions) { o.controllers = true } }
+
+// WithNodeSimulator runs a node simulator that marks pods bound to
+// simulated nodes Running and Ready (see pkg/nodesim).
+func WithNodeSimulator(opts nodesim.Options) Option {
+	return func(o *mainOptions) { o.nodeSim = &opts }
+}
+
+// WithPriorityClasses creates the shipped PriorityClasses (research,
+// production).
+func WithPriorityClasses() Option { return func(o *mainOptions) { o.priorityClass = true } }
 
 // WithAPIServerFlags adds kube-apiserver flags.
 func WithAPIServerFlags(flags ...string) Option {
@@ -145,6 +167,26 @@ func runMain(m *testing.M, o mainOptions) (code int) {
 	if err := InstallCRDs(cp, moduleRootFromWD(), o.crds...); err != nil {
 		fmt.Fprintf(os.Stderr, "harness: %v\n", err)
 		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if o.priorityClass {
+		if err := CreatePriorityClasses(ctx, cp, moduleRootFromWD()); err != nil {
+			fmt.Fprintf(os.Stderr, "harness: %v\n", err)
+			return 1
+		}
+	}
+	if o.controllers {
+		if err := kcm.Start(ctx, cp.Config); err != nil {
+			fmt.Fprintf(os.Stderr, "harness: controllers: %v\n", err)
+			return 1
+		}
+	}
+	if o.nodeSim != nil {
+		if _, err := nodesim.Start(ctx, cp.Client, *o.nodeSim); err != nil {
+			fmt.Fprintf(os.Stderr, "harness: node simulator: %v\n", err)
+			return 1
+		}
 	}
 	sharedMu.Lock()
 	shared = cp

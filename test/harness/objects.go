@@ -56,9 +56,16 @@ func GPUNode(name string, gpus int) *NodeBuilder {
 }
 
 // OverflowNode is a virtual-kubelet overflow node (label type=virtual-kubelet,
-// taint virtual-kubelet.io/provider=sluice:NoSchedule) with gpus GPUs.
+// taint virtual-kubelet.io/provider=sluice:NoSchedule) with gpus GPUs and
+// room for 5000 pods.
 func OverflowNode(name string, gpus int) *NodeBuilder {
 	b := GPUNode(name, gpus).Label(OverflowLabelKey, OverflowLabelValue)
+	// External capacity: many pods, plenty of CPU and memory.
+	for _, rl := range []v1.ResourceList{b.node.Status.Capacity, b.node.Status.Allocatable} {
+		rl[v1.ResourceCPU] = resource.MustParse("10000")
+		rl[v1.ResourceMemory] = resource.MustParse("100Ti")
+		rl[v1.ResourcePods] = resource.MustParse("5000")
+	}
 	b.node.Spec.Taints = append(b.node.Spec.Taints, v1.Taint{Key: OverflowTaintKey, Value: "sluice", Effect: v1.TaintEffectNoSchedule})
 	return b
 }
@@ -189,10 +196,15 @@ func NewNamespace(t testing.TB, cs kubernetes.Interface) string {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		// No namespace controller runs: delete the pods here, so pending
-		// pods of this test never reach the next test's scheduler.
+		// No namespace controller runs: delete the workloads and pods here,
+		// so pending pods of this test never reach the next test's
+		// scheduler.
 		ctx := context.Background()
-		_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+		now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+		_ = cs.AppsV1().Deployments(name).DeleteCollection(ctx, now, metav1.ListOptions{})
+		_ = cs.AppsV1().ReplicaSets(name).DeleteCollection(ctx, now, metav1.ListOptions{})
+		_ = cs.PolicyV1().PodDisruptionBudgets(name).DeleteCollection(ctx, now, metav1.ListOptions{})
+		_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, now, metav1.ListOptions{})
 		_ = cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 	})
 	return name
@@ -299,3 +311,7 @@ func CreateNativePodGroup(t testing.TB, cs kubernetes.Interface, pg *schedulingv
 		t.Fatalf("creating PodGroup %s/%s: %v", pg.Namespace, pg.Name, err)
 	}
 }
+
+// NewNameSuffix is a short random suffix for names that must not clash
+// between tests (cluster-scoped objects, Leases).
+func NewNameSuffix() string { return rand.String(5) }

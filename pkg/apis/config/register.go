@@ -26,6 +26,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&FabricTopologyArgs{},
 		&GangArgs{},
 		&SlurmNodeStateArgs{},
+		&InferencePackingArgs{},
+		&OverflowPreemptionArgs{},
 	)
 	return nil
 }

@@ -154,3 +154,70 @@ type SlurmNodeStateArgs struct {
 	// GPUResourceName is the Kubernetes resource that counts GPUs.
 	GPUResourceName string
 }
+
+// OverflowConfig says which pods are research and production and which
+// nodes are overflow nodes. InferencePacking and OverflowPreemption each
+// take one; give them the same value.
+type OverflowConfig struct {
+	// ResearchPriorityClasses name the PriorityClasses of research pods.
+	ResearchPriorityClasses []string
+	// ProductionPriorityClasses name the PriorityClasses of production pods.
+	ProductionPriorityClasses []string
+	// OverflowNodeSelector is a label selector for overflow nodes.
+	OverflowNodeSelector string
+	// OverflowTaintKey is the taint key of overflow nodes; production pods
+	// that tolerate it are overflow-eligible.
+	OverflowTaintKey string
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// InferencePackingArgs configures the InferencePacking plugin.
+type InferencePackingArgs struct {
+	metav1.TypeMeta
+
+	// Overflow says what production and overflow nodes are.
+	Overflow OverflowConfig
+	// Fabric is the fabric tree (for leaves).
+	Fabric FabricConfig
+}
+
+// ReturnConfig configures the return controller, which moves production
+// back from overflow nodes when physical capacity frees.
+type ReturnConfig struct {
+	// Enabled turns the controller on.
+	Enabled bool
+	// HysteresisSeconds is how long physical room for a pod must stay free
+	// before the pod is moved back.
+	HysteresisSeconds int64
+	// MaxPodsPerWave bounds one wave of moves.
+	MaxPodsPerWave int32
+	// MinWaveIntervalSeconds is the least time between waves.
+	MinWaveIntervalSeconds int64
+	// PollIntervalSeconds is how often the controller looks.
+	PollIntervalSeconds int64
+	// LeaseNamespace and LeaseName are the Lease of its leader election.
+	LeaseNamespace string
+	LeaseName      string
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// OverflowPreemptionArgs configures the OverflowPreemption plugin.
+type OverflowPreemptionArgs struct {
+	metav1.TypeMeta
+
+	// Overflow says what research, production and overflow nodes are.
+	Overflow OverflowConfig
+	// Fabric is the fabric tree.
+	Fabric FabricConfig
+	// DefaultLevel and DefaultMode are the fabric request of gangs without
+	// annotations (as FabricTopology's).
+	DefaultLevel string
+	DefaultMode  FabricMode
+	// WaveTimeoutSeconds: a claim whose evictions make no progress for this
+	// long is given up (its nominations are dropped).
+	WaveTimeoutSeconds int64
+	// Return configures the return controller.
+	Return ReturnConfig
+}

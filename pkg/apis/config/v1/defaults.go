@@ -103,3 +103,63 @@ func SetDefaults_SlurmNodeStateArgs(obj *SlurmNodeStateArgs) {
 		obj.GPUResourceName = ptr.To(DefaultGPUResourceName)
 	}
 }
+
+// Overflow defaults: virtual-kubelet's conventions.
+const (
+	DefaultOverflowNodeSelector = "type=virtual-kubelet"
+	DefaultOverflowTaintKey     = "virtual-kubelet.io/provider"
+)
+
+// SetDefaults_OverflowConfig defaults the classes and overflow nodes.
+func SetDefaults_OverflowConfig(obj *OverflowConfig) {
+	if obj.ResearchPriorityClasses == nil {
+		obj.ResearchPriorityClasses = []string{"research"}
+	}
+	if obj.ProductionPriorityClasses == nil {
+		obj.ProductionPriorityClasses = []string{"production"}
+	}
+	if obj.OverflowNodeSelector == nil {
+		obj.OverflowNodeSelector = ptr.To(DefaultOverflowNodeSelector)
+	}
+	if obj.OverflowTaintKey == nil {
+		obj.OverflowTaintKey = ptr.To(DefaultOverflowTaintKey)
+	}
+}
+
+// SetDefaults_ReturnConfig defaults the return controller.
+func SetDefaults_ReturnConfig(obj *ReturnConfig) {
+	if obj.Enabled == nil {
+		obj.Enabled = ptr.To(true)
+	}
+	if obj.HysteresisSeconds == nil {
+		obj.HysteresisSeconds = ptr.To[int64](120)
+	}
+	if obj.MaxPodsPerWave == nil {
+		obj.MaxPodsPerWave = ptr.To[int32](10)
+	}
+	if obj.MinWaveIntervalSeconds == nil {
+		obj.MinWaveIntervalSeconds = ptr.To[int64](30)
+	}
+	if obj.PollIntervalSeconds == nil {
+		obj.PollIntervalSeconds = ptr.To[int64](5)
+	}
+	if obj.LeaseNamespace == nil {
+		obj.LeaseNamespace = ptr.To("sluice-system")
+	}
+	if obj.LeaseName == nil {
+		obj.LeaseName = ptr.To("sluice-return")
+	}
+}
+
+// SetDefaults_OverflowPreemptionArgs defaults OverflowPreemptionArgs.
+func SetDefaults_OverflowPreemptionArgs(obj *OverflowPreemptionArgs) {
+	if obj.DefaultLevel == nil {
+		obj.DefaultLevel = ptr.To("any")
+	}
+	if obj.DefaultMode == "" {
+		obj.DefaultMode = "Preferred"
+	}
+	if obj.WaveTimeoutSeconds == nil {
+		obj.WaveTimeoutSeconds = ptr.To[int64](600)
+	}
+}

@@ -25,6 +25,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&FabricTopologyArgs{},
 		&GangArgs{},
 		&SlurmNodeStateArgs{},
+		&InferencePackingArgs{},
+		&OverflowPreemptionArgs{},
 	)
 	return nil
 }

@@ -131,3 +131,79 @@ type SlurmNodeStateArgs struct {
 	// GPUResourceName is the Kubernetes GPU resource. Default nvidia.com/gpu.
 	GPUResourceName *string `json:"gpuResourceName,omitempty"`
 }
+
+// OverflowConfig says which pods are research and production and which
+// nodes are overflow nodes. Give InferencePacking and OverflowPreemption
+// the same value.
+type OverflowConfig struct {
+	// ResearchPriorityClasses name the PriorityClasses of research pods.
+	// Default [research].
+	ResearchPriorityClasses []string `json:"researchPriorityClasses,omitempty"`
+	// ProductionPriorityClasses name the PriorityClasses of production
+	// pods. Default [production].
+	ProductionPriorityClasses []string `json:"productionPriorityClasses,omitempty"`
+	// OverflowNodeSelector is a label selector for overflow nodes. Default
+	// type=virtual-kubelet (virtual-kubelet's convention).
+	OverflowNodeSelector *string `json:"overflowNodeSelector,omitempty"`
+	// OverflowTaintKey is the taint key of overflow nodes; production pods
+	// that tolerate it are overflow-eligible. Default
+	// virtual-kubelet.io/provider.
+	OverflowTaintKey *string `json:"overflowTaintKey,omitempty"`
+}
+
+// +k8s:defaulter-gen=true
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// InferencePackingArgs configures the InferencePacking plugin.
+type InferencePackingArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Overflow says what production and overflow nodes are.
+	Overflow OverflowConfig `json:"overflow"`
+	// Fabric is the fabric tree (for leaves).
+	Fabric FabricConfig `json:"fabric"`
+}
+
+// ReturnConfig configures the return controller.
+type ReturnConfig struct {
+	// Enabled turns the controller on. Default true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// HysteresisSeconds is how long physical room for a pod must stay free
+	// before the pod is moved back. Default 120.
+	HysteresisSeconds *int64 `json:"hysteresisSeconds,omitempty"`
+	// MaxPodsPerWave bounds one wave of moves (PodDisruptionBudgets bound
+	// it further). Default 10.
+	MaxPodsPerWave *int32 `json:"maxPodsPerWave,omitempty"`
+	// MinWaveIntervalSeconds is the least time between waves. Default 30.
+	MinWaveIntervalSeconds *int64 `json:"minWaveIntervalSeconds,omitempty"`
+	// PollIntervalSeconds is how often the controller looks. Default 5.
+	PollIntervalSeconds *int64 `json:"pollIntervalSeconds,omitempty"`
+	// LeaseNamespace and LeaseName are the Lease of its leader election.
+	// Default sluice-system/sluice-return.
+	LeaseNamespace *string `json:"leaseNamespace,omitempty"`
+	LeaseName      *string `json:"leaseName,omitempty"`
+}
+
+// +k8s:defaulter-gen=true
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// OverflowPreemptionArgs configures the OverflowPreemption plugin.
+type OverflowPreemptionArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Overflow says what research, production and overflow nodes are.
+	Overflow OverflowConfig `json:"overflow"`
+	// Fabric is the fabric tree.
+	Fabric FabricConfig `json:"fabric"`
+	// DefaultLevel is the fabric level of gangs without the annotation
+	// (as FabricTopology's). Default any.
+	DefaultLevel *string `json:"defaultLevel,omitempty"`
+	// DefaultMode is the fabric mode of gangs without the annotation.
+	// Default Preferred.
+	DefaultMode FabricMode `json:"defaultMode,omitempty"`
+	// WaveTimeoutSeconds: a claim whose evictions make no progress for this
+	// long is given up. Default 600.
+	WaveTimeoutSeconds *int64 `json:"waveTimeoutSeconds,omitempty"`
+	// Return configures the return controller.
+	Return ReturnConfig `json:"return"`
+}

@@ -18,6 +18,8 @@ import (
 func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&FabricTopologyArgs{}, func(obj interface{}) { SetObjectDefaults_FabricTopologyArgs(obj.(*FabricTopologyArgs)) })
 	scheme.AddTypeDefaultingFunc(&GangArgs{}, func(obj interface{}) { SetObjectDefaults_GangArgs(obj.(*GangArgs)) })
+	scheme.AddTypeDefaultingFunc(&InferencePackingArgs{}, func(obj interface{}) { SetObjectDefaults_InferencePackingArgs(obj.(*InferencePackingArgs)) })
+	scheme.AddTypeDefaultingFunc(&OverflowPreemptionArgs{}, func(obj interface{}) { SetObjectDefaults_OverflowPreemptionArgs(obj.(*OverflowPreemptionArgs)) })
 	scheme.AddTypeDefaultingFunc(&SlurmNodeStateArgs{}, func(obj interface{}) { SetObjectDefaults_SlurmNodeStateArgs(obj.(*SlurmNodeStateArgs)) })
 	return nil
 }
@@ -29,6 +31,18 @@ func SetObjectDefaults_FabricTopologyArgs(in *FabricTopologyArgs) {
 
 func SetObjectDefaults_GangArgs(in *GangArgs) {
 	SetDefaults_GangArgs(in)
+}
+
+func SetObjectDefaults_InferencePackingArgs(in *InferencePackingArgs) {
+	SetDefaults_OverflowConfig(&in.Overflow)
+	SetDefaults_FabricConfig(&in.Fabric)
+}
+
+func SetObjectDefaults_OverflowPreemptionArgs(in *OverflowPreemptionArgs) {
+	SetDefaults_OverflowPreemptionArgs(in)
+	SetDefaults_OverflowConfig(&in.Overflow)
+	SetDefaults_FabricConfig(&in.Fabric)
+	SetDefaults_ReturnConfig(&in.Return)
 }
 
 func SetObjectDefaults_SlurmNodeStateArgs(in *SlurmNodeStateArgs) {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -190,5 +191,75 @@ func ValidateSlurmNodeStateArgs(path *field.Path, args *config.SlurmNodeStateArg
 		errs = append(errs, field.Required(path.Child("gresName"), ""))
 	}
 	errs = append(errs, validateResourceName(path.Child("gpuResourceName"), args.GPUResourceName)...)
+	return errs.ToAggregate()
+}
+
+// ValidateOverflowConfig checks the classes and overflow node description.
+func ValidateOverflowConfig(path *field.Path, c *config.OverflowConfig) field.ErrorList {
+	var errs field.ErrorList
+	if len(c.ResearchPriorityClasses) == 0 {
+		errs = append(errs, field.Required(path.Child("researchPriorityClasses"), ""))
+	}
+	if len(c.ProductionPriorityClasses) == 0 {
+		errs = append(errs, field.Required(path.Child("productionPriorityClasses"), ""))
+	}
+	research := sets.New(c.ResearchPriorityClasses...)
+	for i, pc := range c.ProductionPriorityClasses {
+		if research.Has(pc) {
+			errs = append(errs, field.Invalid(path.Child("productionPriorityClasses").Index(i), pc, "is also a research class"))
+		}
+	}
+	if _, err := labels.Parse(c.OverflowNodeSelector); err != nil {
+		errs = append(errs, field.Invalid(path.Child("overflowNodeSelector"), c.OverflowNodeSelector, err.Error()))
+	}
+	if c.OverflowTaintKey == "" {
+		errs = append(errs, field.Required(path.Child("overflowTaintKey"), ""))
+	} else {
+		errs = append(errs, metav1validation.ValidateLabelName(c.OverflowTaintKey, path.Child("overflowTaintKey"))...)
+	}
+	return errs
+}
+
+// ValidateInferencePackingArgs checks InferencePackingArgs.
+func ValidateInferencePackingArgs(path *field.Path, args *config.InferencePackingArgs) error {
+	errs := ValidateOverflowConfig(path.Child("overflow"), &args.Overflow)
+	errs = append(errs, ValidateFabricConfig(path.Child("fabric"), &args.Fabric)...)
+	return errs.ToAggregate()
+}
+
+// ValidateOverflowPreemptionArgs checks OverflowPreemptionArgs.
+func ValidateOverflowPreemptionArgs(path *field.Path, args *config.OverflowPreemptionArgs) error {
+	errs := ValidateOverflowConfig(path.Child("overflow"), &args.Overflow)
+	fabricErrs := ValidateFabricConfig(path.Child("fabric"), &args.Fabric)
+	errs = append(errs, fabricErrs...)
+	if len(fabricErrs) == 0 {
+		errs = append(errs, ValidateFabricLevelName(path.Child("defaultLevel"), &args.Fabric, args.DefaultLevel)...)
+	}
+	errs = append(errs, ValidateFabricMode(path.Child("defaultMode"), args.DefaultMode)...)
+	if args.WaveTimeoutSeconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("waveTimeoutSeconds"), args.WaveTimeoutSeconds, "must be greater than 0"))
+	}
+	r := path.Child("return")
+	for name, v := range map[string]int64{
+		"hysteresisSeconds": args.Return.HysteresisSeconds, "minWaveIntervalSeconds": args.Return.MinWaveIntervalSeconds,
+	} {
+		if v < 0 {
+			errs = append(errs, field.Invalid(r.Child(name), v, "must not be negative"))
+		}
+	}
+	if args.Return.PollIntervalSeconds <= 0 {
+		errs = append(errs, field.Invalid(r.Child("pollIntervalSeconds"), args.Return.PollIntervalSeconds, "must be greater than 0"))
+	}
+	if args.Return.MaxPodsPerWave <= 0 {
+		errs = append(errs, field.Invalid(r.Child("maxPodsPerWave"), args.Return.MaxPodsPerWave, "must be greater than 0"))
+	}
+	if args.Return.Enabled {
+		for _, msg := range utilvalidation.IsDNS1123Label(args.Return.LeaseNamespace) {
+			errs = append(errs, field.Invalid(r.Child("leaseNamespace"), args.Return.LeaseNamespace, msg))
+		}
+		for _, msg := range utilvalidation.IsDNS1123Subdomain(args.Return.LeaseName) {
+			errs = append(errs, field.Invalid(r.Child("leaseName"), args.Return.LeaseName, msg))
+		}
+	}
 	return errs.ToAggregate()
 }

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package overflow
+
+import (
+	"fmt"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/sluice-sched/sluice/pkg/capacity"
+	"github.com/sluice-sched/sluice/pkg/fabric"
+)
+
+// NodeState is a physical node as claim planning sees it.
+type NodeState struct {
+	Name string
+	// Free is what is free on the node now.
+	Free capacity.Resources
+	// Eligible: the research pod may run here at all (taints, affinity,
+	// Slurm health).
+	Eligible bool
+	// Victims are the overflow-eligible production pods on the node, in
+	// the order they would be evicted (see VictimOrder).
+	Victims []*v1.Pod
+}
+
+// Request is a research gang (or single pod) that does not fit.
+type Request struct {
+	Shape capacity.Shape
+	// Pods to place.
+	Pods int
+	// MaxLevel is the highest fabric level the gang may span.
+	MaxLevel int
+	// Pinned are tree indices of nodes where members already run.
+	Pinned []int
+}
+
+// Claim is what to evict so the gang fits in one domain.
+type Claim struct {
+	Domain *fabric.Domain
+	// Nodes maps node name to the number of gang pods it gets.
+	Nodes map[string]int
+	// Victims maps node name to the pods to evict there.
+	Victims map[string][]*v1.Pod
+	// VictimCount is the number of victims.
+	VictimCount int
+	// Targets maps each victim (namespace/name) to the overflow node
+	// whose room it was counted against.
+	Targets map[string]string
+}
+
+// VictimOrder sorts a node's victims: the pods holding the most of the
+// research pod's scarcest resource (GPUs) first, so a slot frees with the
+// fewest evictions; then lower priority, then the youngest.
+func VictimOrder(victims []*v1.Pod, resource v1.ResourceName) {
+	gpus := func(p *v1.Pod) int64 { return capacity.ShapeOf(p).Scalar[resource] }
+	prio := func(p *v1.Pod) int32 {
+		if p.Spec.Priority != nil {
+			return *p.Spec.Priority
+		}
+		return 0
+	}
+	sort.SliceStable(victims, func(i, j int) bool {
+		a, b := victims[i], victims[j]
+		if ga, gb := gpus(a), gpus(b); ga != gb {
+			return ga > gb
+		}
+		if pa, pb := prio(a), prio(b); pa != pb {
+			return pa < pb
+		}
+		return a.CreationTimestamp.After(b.CreationTimestamp.Time)
+	})
+}
+
+// ladder is how many slots a node offers as its victims go, one by one:
+// steps[k] = slots with the first k victims gone.
+type ladder struct {
+	node  *NodeState
+	steps []int
+}
+
+func newLadder(n *NodeState, shape capacity.Shape) ladder {
+	l := ladder{node: n, steps: make([]int, len(n.Victims)+1)}
+	if !n.Eligible {
+		return l
+	}
+	free := n.Free
+	l.steps[0] = shape.Fit(free)
+	for k, v := range n.Victims {
+		free = free.Add(capacity.RequestsOf(v))
+		l.steps[k+1] = shape.Fit(free)
+	}
+	return l
+}
+
+func (l ladder) max() int { return l.steps[len(l.steps)-1] }
+
+// PlanClaim chooses the domain to free for a gang: at the lowest fabric
+// level (up to req.MaxLevel) where evicting overflow-eligible production
+// frees room for the whole gang, and the overflow nodes have room for every
+// victim, the domain that needs the fewest victims, then leaves the fewest
+// free slots (best fit), then comes first by name. Inside it, it evicts
+// where a slot costs the fewest victims. It explains in words when there
+// is no such domain.
+func PlanClaim(tree *fabric.Tree, nodes []NodeState, req Request, room *Room) (Claim, string, bool) {
+	ladders := make([]*ladder, tree.NumNodes())
+	for i := range nodes {
+		idx, ok := tree.NodeIndex(nodes[i].Name)
+		if !ok {
+			continue
+		}
+		l := newLadder(&nodes[i], req.Shape)
+		ladders[idx] = &l
+	}
+	lowest := lowestLevel(tree, req.Pinned)
+	bestWhy := "no fabric domain can hold the gang even with every overflow-eligible production pod evicted"
+	for level := lowest; level <= req.MaxLevel && level <= tree.RootLevel(); level++ {
+		var best *Claim
+		var bestLeftover int
+		for _, d := range tree.Domains(level) {
+			if len(req.Pinned) > 0 && !tree.Contains(d, req.Pinned[0]) {
+				continue
+			}
+			c, leftover, why, ok := planDomain(tree, d, ladders, req, room)
+			if !ok {
+				if why != "" {
+					bestWhy = why
+				}
+				continue
+			}
+			if best == nil || c.VictimCount < best.VictimCount ||
+				(c.VictimCount == best.VictimCount && leftover < bestLeftover) ||
+				(c.VictimCount == best.VictimCount && leftover == bestLeftover && d.Name < best.Domain.Name) {
+				cc := c
+				best, bestLeftover = &cc, leftover
+			}
+		}
+		if best != nil {
+			if best.VictimCount == 0 {
+				// Room exists without evictions: the gang waits for
+				// something preemption cannot fix.
+				return Claim{}, fmt.Sprintf("%s has room for the gang without evicting anything; it waits for another reason", best.Domain.Name), false
+			}
+			return *best, "", true
+		}
+	}
+	return Claim{}, bestWhy, false
+}
+
+// planDomain plans the evictions inside one domain.
+func planDomain(tree *fabric.Tree, d *fabric.Domain, ladders []*ladder, req Request, room *Room) (Claim, int, string, bool) {
+	var members []*ladder
+	free, maxSlots := 0, 0
+	for _, i := range tree.NodesOf(d) {
+		if l := ladders[i]; l != nil {
+			members = append(members, l)
+			free += l.steps[0]
+			maxSlots += l.max()
+		}
+	}
+	if maxSlots < req.Pods {
+		return Claim{}, 0, "", false
+	}
+	need := req.Pods - free
+	// Greedy: take the next eviction step with the fewest victims per slot
+	// gained, until the gang fits.
+	at := make([]int, len(members)) // victims taken per member
+	for need > 0 {
+		bestM, bestK := -1, 0
+		var bestCost float64
+		for m, l := range members {
+			base := l.steps[at[m]]
+			for k := at[m] + 1; k < len(l.steps); k++ {
+				if gain := l.steps[k] - base; gain > 0 {
+					cost := float64(k-at[m]) / float64(min(gain, need))
+					if bestM < 0 || cost < bestCost || (cost == bestCost && l.node.Name < members[bestM].node.Name) {
+						bestM, bestK, bestCost = m, k, cost
+					}
+					break
+				}
+			}
+		}
+		if bestM < 0 {
+			return Claim{}, 0, "", false
+		}
+		need -= members[bestM].steps[bestK] - members[bestM].steps[at[bestM]]
+		at[bestM] = bestK
+	}
+	claim := Claim{Domain: d, Nodes: map[string]int{}, Victims: map[string][]*v1.Pod{}, Targets: map[string]string{}}
+	tryRoom := room.Clone()
+	slots := make([]int, tree.NumNodes())
+	total := 0
+	for m, l := range members {
+		idx, _ := tree.NodeIndex(l.node.Name)
+		slots[idx] = l.steps[at[m]]
+		total += slots[idx]
+		for _, v := range l.node.Victims[:at[m]] {
+			target := tryRoom.Take(capacity.RequestsOf(v))
+			if target == "" {
+				return Claim{}, 0, fmt.Sprintf("the overflow nodes have no room for %s/%s (%d Ready overflow nodes); production is not evicted into nowhere",
+					v.Namespace, v.Name, room.Nodes()), false
+			}
+			claim.Victims[l.node.Name] = append(claim.Victims[l.node.Name], v)
+			claim.Targets[v.Namespace+"/"+v.Name] = target
+			claim.VictimCount++
+		}
+	}
+	// Where the gang's pods go inside the domain once the victims are gone.
+	placement, ok := tree.Overlay(slots).Place(fabric.Request{Pods: req.Pods, MaxLevel: d.Level, Pinned: req.Pinned})
+	if !ok {
+		return Claim{}, 0, "", false
+	}
+	for i, n := range placement.Nodes {
+		claim.Nodes[tree.Node(i).Name] = n
+	}
+	return claim, total - req.Pods, "", true
+}
+
+func lowestLevel(tree *fabric.Tree, pinned []int) int {
+	if len(pinned) == 0 {
+		return fabric.NodeLevel
+	}
+	for level := fabric.NodeLevel; level < tree.RootLevel(); level++ {
+		d := tree.Ancestor(pinned[0], level)
+		all := true
+		for _, i := range pinned[1:] {
+			all = all && tree.Ancestor(i, level) == d
+		}
+		if all {
+			return level
+		}
+	}
+	return tree.RootLevel()
+}

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package overflow
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/sluice-sched/sluice/pkg/capacity"
+	"github.com/sluice-sched/sluice/pkg/fabric"
+)
+
+const gpu = v1.ResourceName("nvidia.com/gpu")
+
+// fabric16 is 2 spines x 2 leaves x 4 nodes, names s<s>l<l>n<n>.
+func fabric16(t *testing.T) *fabric.Tree {
+	t.Helper()
+	var nodes []fabric.Node
+	for s := 0; s < 2; s++ {
+		for l := 0; l < 2; l++ {
+			for n := 0; n < 4; n++ {
+				nodes = append(nodes, fabric.Node{Name: fmt.Sprintf("s%dl%dn%d", s, l, n), Switches: []string{fmt.Sprintf("s%dl%d", s, l), fmt.Sprintf("s%d", s)}})
+			}
+		}
+	}
+	tree, err := fabric.Build([]string{"leaf", "spine"}, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+func prodPod(name string, gpus int) *v1.Pod {
+	p := st.MakePod().Name(name).Namespace("prod").UID(name).
+		Req(map[v1.ResourceName]string{gpu: fmt.Sprint(gpus), v1.ResourceCPU: "1"}).Obj()
+	p.Spec.PriorityClassName = "production"
+	return p
+}
+
+// nodeStates gives every node of the tree 8 GPUs with the listed
+// production pods on it.
+func nodeStates(tree *fabric.Tree, pods map[string][]*v1.Pod) []NodeState {
+	var out []NodeState
+	for i := 0; i < tree.NumNodes(); i++ {
+		name := tree.Node(i).Name
+		free := capacity.Resources{MilliCPU: 128000, Memory: 1 << 40, Pods: 110, Scalar: map[v1.ResourceName]int64{gpu: 8}}
+		for _, p := range pods[name] {
+			free = free.Sub(capacity.RequestsOf(p))
+		}
+		victims := append([]*v1.Pod(nil), pods[name]...)
+		VictimOrder(victims, gpu)
+		out = append(out, NodeState{Name: name, Free: free, Eligible: true, Victims: victims})
+	}
+	return out
+}
+
+// bigRoom is an overflow node with room for anything in these tests.
+func bigRoom(t *testing.T) *Room {
+	t.Helper()
+	return roomWith(t, 1000)
+}
+
+func roomWith(t *testing.T, gpus int) *Room {
+	t.Helper()
+	c, err := NewClasses(nil, nil, "type=virtual-kubelet", "virtual-kubelet.io/provider")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := st.MakeNode().Name("vk").Label("type", "virtual-kubelet").
+		Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "10000", v1.ResourceMemory: "100Ti", v1.ResourcePods: "10000", gpu: fmt.Sprint(gpus)}).Obj()
+	node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	ni := framework.NewNodeInfo()
+	ni.SetNode(node)
+	return RoomOf(c, []fwk.NodeInfo{ni})
+}
+
+func gangShape(gpus int) capacity.Shape {
+	p := st.MakePod().Req(map[v1.ResourceName]string{gpu: fmt.Sprint(gpus), v1.ResourceCPU: "8"}).Obj()
+	return capacity.ShapeOf(p)
+}
+
+func victimNames(c Claim) []string {
+	var out []string
+	for _, vs := range c.Victims {
+		for _, v := range vs {
+			out = append(out, v.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestPlanClaimFewestVictims is the scenario table: a fragmented cluster,
+// a gang, the domain and victims expected.
+func TestPlanClaimFewestVictims(t *testing.T) {
+	// Every leaf is partly used by production, so no leaf holds a gang of
+	// 4 whole nodes without evictions:
+	//   s0l0: one 1-GPU pod on each node                 -> 4 victims
+	//   s0l1: two 2-GPU pods on n0 and on n1 (nodes 2,3 empty) -> 4 victims
+	//   s1l0: one 4-GPU pod on n0 (others empty)         -> 1 victim
+	//   s1l1: eight 1-GPU pods on n0, one on n1           -> 8 victims
+	pods := map[string][]*v1.Pod{
+		"s1l1n1": {prodPod("e0", 1)},
+		"s0l0n0": {prodPod("a0", 1)}, "s0l0n1": {prodPod("a1", 1)}, "s0l0n2": {prodPod("a2", 1)}, "s0l0n3": {prodPod("a3", 1)},
+		"s0l1n0": {prodPod("b0", 2), prodPod("b1", 2)}, "s0l1n1": {prodPod("b2", 2), prodPod("b3", 2)},
+		"s1l0n0": {prodPod("c0", 4)},
+		"s1l1n0": {prodPod("d0", 1), prodPod("d1", 1), prodPod("d2", 1), prodPod("d3", 1), prodPod("d4", 1), prodPod("d5", 1), prodPod("d6", 1), prodPod("d7", 1)},
+	}
+	tests := []struct {
+		name        string
+		pods        int
+		gpus        int
+		maxLevel    int
+		room        int // GPUs of room on the overflow node
+		wantDomain  string
+		wantVictims []string
+		wantNodes   map[string]int
+		wantWhy     string
+	}{
+		{
+			name: "gang of 4 whole nodes: the leaf with one victim",
+			pods: 4, gpus: 8, maxLevel: 2, room: 1000,
+			wantDomain: "leaf/s1l0", wantVictims: []string{"c0"},
+			wantNodes: map[string]int{"s1l0n0": 1, "s1l0n1": 1, "s1l0n2": 1, "s1l0n3": 1},
+		},
+		{
+			// 6 whole nodes: no leaf has 6 nodes, so a spine. Spine s1 has
+			// 5 free nodes (s1l0n1-3, s1l1n2-3) and needs one more: c0 or
+			// e0, one victim either way; s1l0n0 comes first by name. Spine
+			// s0 has 2 free nodes and needs 4 victims.
+			name: "gang of 6 whole nodes: the spine with the fewest victims",
+			pods: 6, gpus: 8, maxLevel: 2, room: 1000,
+			wantDomain: "spine/s1", wantVictims: []string{"c0"},
+		},
+		{
+			// A 4-GPU pod: s1l0n0 has 4 free already, so it fits without
+			// preemption... which FabricTopology would have found; a
+			// 6-GPU pod needs one victim somewhere: on s0l0n0 (a0, 1 GPU).
+			name: "single 8-GPU pod: the node with the fewest victims",
+			pods: 1, gpus: 8, maxLevel: 0, room: 1000,
+			wantDomain: "s0l0n0", wantVictims: []string{"a0"},
+		},
+		{
+			name: "overflow full: nothing is evicted into nowhere",
+			pods: 4, gpus: 8, maxLevel: 1, room: 0,
+			wantWhy: "the overflow nodes have no room",
+		},
+		{
+			name: "required leaf, room for 1 victim only",
+			pods: 4, gpus: 8, maxLevel: 1, room: 4,
+			wantDomain: "leaf/s1l0", wantVictims: []string{"c0"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tree := fabric16(t)
+			full := map[string][]*v1.Pod{}
+			for k, v := range pods {
+				full[k] = v
+			}
+			if tt.pods == 1 {
+				// Fill every node so a whole node needs evictions.
+				for i := 0; i < tree.NumNodes(); i++ {
+					n := tree.Node(i).Name
+					if len(full[n]) == 0 {
+						full[n] = []*v1.Pod{prodPod("fill-"+n+"-0", 4), prodPod("fill-"+n+"-1", 4)}
+					}
+				}
+			}
+			claim, why, ok := PlanClaim(tree, nodeStates(tree, full), Request{Shape: gangShape(tt.gpus), Pods: tt.pods, MaxLevel: tt.maxLevel}, roomWith(t, tt.room))
+			if tt.wantWhy != "" {
+				if ok {
+					t.Fatalf("planned %s with victims %v, want no plan", claim.Domain.Name, victimNames(claim))
+				}
+				if !contains(why, tt.wantWhy) {
+					t.Errorf("why = %q, want it to contain %q", why, tt.wantWhy)
+				}
+				return
+			}
+			if !ok {
+				t.Fatalf("no plan: %s", why)
+			}
+			if claim.Domain.Name != tt.wantDomain {
+				t.Errorf("domain %s, want %s", claim.Domain.Name, tt.wantDomain)
+			}
+			if diff := cmp.Diff(tt.wantVictims, victimNames(claim)); diff != "" {
+				t.Errorf("victims (-want,+got):\n%s", diff)
+			}
+			if tt.wantNodes != nil {
+				if diff := cmp.Diff(tt.wantNodes, claim.Nodes); diff != "" {
+					t.Errorf("gang nodes (-want,+got):\n%s", diff)
+				}
+			}
+			for name, target := range claim.Targets {
+				if target != "vk" {
+					t.Errorf("victim %s counted against %q, want the overflow node vk", name, target)
+				}
+			}
+		})
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestEligibility(t *testing.T) {
+	c, err := NewClasses([]string{"research"}, []string{"production"}, "type=virtual-kubelet", "virtual-kubelet.io/provider")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tolerating := prodPod("ok", 1)
+	tolerating.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
+	never := tolerating.DeepCopy()
+	never.Annotations = map[string]string{Annotation: Never}
+	research := tolerating.DeepCopy()
+	research.Spec.PriorityClassName = "research"
+	for _, tt := range []struct {
+		pod  *v1.Pod
+		want bool
+	}{
+		{tolerating, true},
+		{prodPod("intolerant", 1), false},
+		{never, false},
+		{research, false},
+	} {
+		if got := c.Eligible(tt.pod); got != tt.want {
+			t.Errorf("Eligible(%s %v) = %v, want %v", tt.pod.Name, tt.pod.Annotations, got, tt.want)
+		}
+	}
+}

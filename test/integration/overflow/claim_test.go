@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package overflow
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/sluice-sched/sluice/test/harness"
+)
+
+// researchGang creates a native research gang of pods x gpus.
+func researchGang(t *testing.T, cp *harness.ControlPlane, ns, name string, pods, gpus int) []string {
+	t.Helper()
+	pg := harness.NativePodGroup(ns, name, int32(pods), nil)
+	pg.Spec.PriorityClassName = "research"
+	harness.CreateNativePodGroup(t, cp.Client, pg)
+	var names []string
+	for i := 0; i < pods; i++ {
+		n := fmt.Sprintf("%s-%d", name, i)
+		harness.CreatePods(t, cp.Client, harness.Pod(ns, n).Scheduler("sluice-research").PriorityClass("research").GPUs(gpus).SchedulingGroup(name).Obj())
+		names = append(names, n)
+	}
+	return names
+}
+
+// TestClaimAndReturn is the story: 16 nodes x 8 GPUs full of inference
+// Deployments with PDBs (maxUnavailable 1 to 25%) and one overflow node. A
+// research gang claims all 128 GPUs and gets them; every production replica
+// ends Ready on the overflow node; no PDB's budget is ever exceeded; no
+// research pod is evicted. When research finishes, production comes back to
+// the physical nodes, PDBs intact.
+func TestClaimAndReturn(t *testing.T) {
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	overflowNode := "ca-overflow"
+	cluster(t, cp, "ca", 2, 2, 4, 256, false)
+	startScheduler(t, cp, 3)
+	physical := func(n string) bool { return n != "" && n != overflowNode }
+	onOverflow := func(n string) bool { return n == overflowNode }
+
+	ds := []deployment{
+		{"llm-a", 16, 1, intstr.FromInt32(1)}, {"llm-b", 16, 1, intstr.FromInt32(2)},
+		{"llm-c", 16, 1, intstr.FromString("25%")}, {"llm-d", 16, 1, intstr.FromString("10%")},
+		{"llm-e", 16, 1, intstr.FromInt32(1)}, {"llm-f", 16, 1, intstr.FromInt32(3)},
+		{"llm-g", 16, 1, intstr.FromString("20%")}, {"llm-h", 16, 1, intstr.FromInt32(2)},
+	}
+	createDeployments(t, cp, ns, ds)
+	for _, d := range ds {
+		waitPlaced(t, cp, ns, d.name, d.replicas, physical, "on physical nodes")
+	}
+	watch := watchBudgets(t, cp, ns, budgets(ds))
+
+	start := time.Now()
+	gang := researchGang(t, cp, ns, "pretrain", 16, 8)
+	bound := harness.WaitForPodsBound(t, cp.Client, ns, gang...)
+	t.Logf("research gang of 16 x 8 GPUs bound after %s", time.Since(start).Round(time.Millisecond))
+	nodes := map[string]bool{}
+	for _, n := range bound {
+		nodes[n] = true
+	}
+	if len(nodes) != 16 {
+		t.Errorf("gang on %d nodes, want all 16", len(nodes))
+	}
+	for _, d := range ds {
+		waitPlaced(t, cp, ns, d.name, d.replicas, onOverflow, "on the overflow node")
+	}
+	t.Logf("all 128 production replicas Ready on the overflow node after %s", time.Since(start).Round(time.Millisecond))
+	uids := map[string]types.UID{}
+	for _, name := range gang {
+		p, err := cp.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("research pod %s: %v", name, err)
+		}
+		uids[name] = p.UID
+	}
+	watch.check(t)
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", gang[0], "ClaimingGPUs", "move to overflow nodes")
+
+	// Research finishes: production returns to physical nodes.
+	start = time.Now()
+	for _, name := range gang {
+		if err := cp.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range ds {
+		waitPlaced(t, cp, ns, d.name, d.replicas, physical, "back on physical nodes")
+	}
+	t.Logf("all production back on physical nodes %s after research finished (hysteresis 3s)", time.Since(start).Round(time.Millisecond))
+	watch.check(t)
+	if len(uids) != 16 {
+		t.Errorf("research pods lost: %v", uids)
+	}
+}
+
+// TestProductionSpillsOnlyWhenFull: production alone packs the physical
+// nodes first and spills to the overflow node only once they are full.
+func TestProductionSpillsOnlyWhenFull(t *testing.T) {
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	cluster(t, cp, "sp", 1, 2, 4, 64, false) // 64 physical GPUs
+	startScheduler(t, cp, 600)
+	createDeployments(t, cp, ns, []deployment{{"first", 60, 1, intstr.FromInt32(1)}})
+	waitPlaced(t, cp, ns, "first", 60, func(n string) bool { return n != "sp-overflow" && n != "" }, "on physical nodes")
+	createDeployments(t, cp, ns, []deployment{{"second", 8, 1, intstr.FromInt32(1)}})
+	var physical, overflow int
+	harness.Eventually(t, harness.DefaultTimeout, func(context.Context) (bool, error) {
+		physical, overflow = 0, 0
+		for _, app := range []string{"first", "second"} {
+			for _, p := range podsOf(t, cp, ns, app) {
+				switch {
+				case p.Spec.NodeName == "sp-overflow":
+					overflow++
+				case p.Spec.NodeName != "":
+					physical++
+				}
+			}
+		}
+		return physical+overflow == 68, nil
+	}, func() string { return fmt.Sprintf("%d physical + %d overflow of 68", physical, overflow) })
+	if physical != 64 || overflow != 4 {
+		t.Errorf("%d pods on physical nodes and %d on the overflow node, want 64 and 4 (overflow only when full)", physical, overflow)
+	}
+}
+
+// TestOverflowUnavailable: when the overflow node is NotReady, or has no
+// room for the production a claim would move, research waits and no
+// production pod is evicted.
+func TestOverflowUnavailable(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		gpus     int
+		notReady bool
+		want     string
+	}{
+		{"overflow node NotReady", 256, true, "0 Ready overflow nodes"},
+		{"overflow node full", 4, false, "the overflow nodes have no room"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cp := harness.Shared(t)
+			ns := harness.NewNamespace(t, cp.Client)
+			prefix := "ou" + harness.NewNameSuffix()
+			cluster(t, cp, prefix, 1, 2, 4, tt.gpus, tt.notReady)
+			startScheduler(t, cp, 600)
+			ds := []deployment{{"serve", 64, 1, intstr.FromString("25%")}}
+			createDeployments(t, cp, ns, ds)
+			waitPlaced(t, cp, ns, "serve", 64, func(n string) bool { return n != "" && !strings.HasSuffix(n, "-overflow") }, "on physical nodes")
+			before := map[types.UID]bool{}
+			for _, p := range podsOf(t, cp, ns, "serve") {
+				before[p.UID] = true
+			}
+			gang := researchGang(t, cp, ns, "wait", 8, 8)
+			harness.WaitForEvent(t, cp.Client, ns, "Pod", gang[0], "NoOverflowClaim", tt.want)
+			harness.ExpectPodsPending(t, cp.Client, ns, 3*time.Second, gang...)
+			for _, p := range podsOf(t, cp, ns, "serve") {
+				if !before[p.UID] {
+					t.Fatalf("production pod %s is new: something was evicted", p.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestNeverAnnotatedPodIsNeverAVictim: a production pod annotated
+// sluice.dev/overflow: never is never evicted, even when it is the only
+// thing between research and a node.
+func TestNeverAnnotatedPodIsNeverAVictim(t *testing.T) {
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	cluster(t, cp, "nv", 1, 1, 2, 64, false)
+	startScheduler(t, cp, 600)
+	keep := harness.InferenceDeployment(ns, "keep", 1, 8)
+	keep.Spec.Template.Annotations = map[string]string{"sluice.dev/overflow": "never"}
+	harness.CreateDeployment(t, cp, keep, nil)
+	harness.CreateDeployment(t, cp, harness.InferenceDeployment(ns, "movable", 1, 8), nil)
+	waitPlaced(t, cp, ns, "keep", 1, func(n string) bool { return n != "" && n != "nv-overflow" }, "on a physical node")
+	waitPlaced(t, cp, ns, "movable", 1, func(n string) bool { return n != "" && n != "nv-overflow" }, "on a physical node")
+	kept := podsOf(t, cp, ns, "keep")[0]
+
+	research := func(name string) {
+		harness.CreatePods(t, cp.Client, harness.Pod(ns, name).Scheduler("sluice-research").PriorityClass("research").GPUs(8).Obj())
+	}
+	research("worker-1")
+	if node := harness.WaitForPodsBound(t, cp.Client, ns, "worker-1")["worker-1"]; node == kept.Spec.NodeName {
+		t.Fatalf("research took %s, the node of the never-evict pod", node)
+	}
+	waitPlaced(t, cp, ns, "movable", 1, func(n string) bool { return n == "nv-overflow" }, "on the overflow node")
+	research("worker-2")
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "worker-2", "NoOverflowClaim")
+	harness.ExpectPodsPending(t, cp.Client, ns, 3*time.Second, "worker-2")
+	if now := podsOf(t, cp, ns, "keep"); len(now) != 1 || now[0].UID != kept.UID {
+		t.Fatalf("the never-evict pod was replaced: %v", now)
+	}
+}
+
+// TestFlappingCapacityDoesNotPingPong: physical room that frees for less
+// than the hysteresis window moves nothing back; room that stays free for
+// longer brings production back.
+func TestFlappingCapacityDoesNotPingPong(t *testing.T) {
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	nodes := cluster(t, cp, "fl", 1, 1, 2, 64, false)
+	// Research fills both physical nodes (bound directly, not waiting).
+	filler := func(i int) *v1.Pod {
+		return harness.Pod(ns, fmt.Sprintf("filler-%d", i)).PriorityClass("research").GPUs(8).OnNode(nodes[i]).Obj()
+	}
+	harness.CreatePods(t, cp.Client, filler(0), filler(1))
+	startScheduler(t, cp, 5)
+	createDeployments(t, cp, ns, []deployment{{"serve", 2, 8, intstr.FromInt32(1)}})
+	waitPlaced(t, cp, ns, "serve", 2, func(n string) bool { return n == "fl-overflow" }, "on the overflow node")
+	before := map[types.UID]bool{}
+	for _, p := range podsOf(t, cp, ns, "serve") {
+		before[p.UID] = true
+	}
+
+	// Room on node 0 for 2 s, then taken again: shorter than 5 s.
+	del := func(name string) {
+		if err := cp.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del("filler-0")
+	harness.Eventually(t, harness.DefaultTimeout, func(ctx context.Context) (bool, error) {
+		_, err := cp.Client.CoreV1().Pods(ns).Get(ctx, "filler-0", metav1.GetOptions{})
+		return err != nil, nil
+	}, func() string { return "filler-0 not gone" })
+	time.Sleep(2 * time.Second)
+	harness.CreatePods(t, cp.Client, filler(0))
+	time.Sleep(6 * time.Second)
+	for _, p := range podsOf(t, cp, ns, "serve") {
+		if !before[p.UID] || p.Spec.NodeName != "fl-overflow" {
+			t.Fatalf("production moved on flapping capacity: %s on %s", p.Name, p.Spec.NodeName)
+		}
+	}
+
+	// Room that stays: one replica comes back after the window.
+	del("filler-1")
+	harness.Eventually(t, 2*harness.DefaultTimeout, func(context.Context) (bool, error) {
+		back := 0
+		for _, p := range podsOf(t, cp, ns, "serve") {
+			if p.Spec.NodeName == nodes[1] && isReady(&p) {
+				back++
+			}
+		}
+		return back == 1, nil
+	}, func() string { return "no production replica came back to " + nodes[1] })
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", firstEvicted(t, cp, ns, before), "ReturnedToPhysical")
+}
+
+// firstEvicted finds a pod of before that no longer exists (its events
+// outlive it).
+func firstEvicted(t *testing.T, cp *harness.ControlPlane, ns string, before map[types.UID]bool) string {
+	t.Helper()
+	events, err := cp.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Reason == "ReturnedToPhysical" && before[e.InvolvedObject.UID] {
+			return e.InvolvedObject.Name
+		}
+	}
+	t.Fatalf("no ReturnedToPhysical event on a production pod")
+	return ""
+}
