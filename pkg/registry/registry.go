@@ -27,8 +27,8 @@ import (
 // merges it with the in-tree registry; a name clash is an error at start-up.
 func Registry() frameworkruntime.Registry {
 	return frameworkruntime.Registry{
-		fabrictopology.Name: fabrictopology.New,
-		gang.Name:           gang.New,
+		fabrictopology.Name:     fabrictopology.New,
+		gang.Name:               gang.New,
 		slurmnodestate.Name:     slurmnodestate.New,
 		inferencepacking.Name:   inferencepacking.New,
 		overflowpreemption.Name: overflowpreemption.New,

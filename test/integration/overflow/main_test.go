@@ -83,12 +83,12 @@ func startScheduler(t *testing.T, cp *harness.ControlPlane, hysteresis int64) {
 // each Deployment ever had, to check PodDisruptionBudgets were never
 // exceeded.
 type budgetWatch struct {
-	mu          sync.Mutex
-	desired     map[string]int
-	allowed     map[string]int
-	worst       map[string]int
-	ready       map[string]map[string]bool // app -> pod -> ready
-	cancel      context.CancelFunc
+	mu      sync.Mutex
+	desired map[string]int
+	allowed map[string]int
+	worst   map[string]int
+	ready   map[string]map[string]bool // app -> pod -> ready
+	cancel  context.CancelFunc
 }
 
 // watchBudgets starts recording; apps maps Deployment name to its

@@ -17,7 +17,6 @@ import (
 	"github.com/sluice-sched/sluice/test/harness"
 )
 
-
 // TestDrainAndResume: an admin drains a node in Slurm; new pods stop going
 // there within a poll interval, a pod that can only go there is told why in
 // Slurm's own words, and when the node is resumed that pod is placed (it is
