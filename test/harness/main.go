@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sluice-sched/sluice/internal/kcm"
+	"github.com/sluice-sched/sluice/internal/localcluster"
 	"github.com/sluice-sched/sluice/pkg/nodesim"
 )
 
@@ -50,7 +51,6 @@ func redirectLogs() (string, func(*int)) {
 	if v := os.Getenv(VerbosityEnv); v != "" {
 		_ = fs.Set("v", v)
 	}
-	etcdLogFile = f.Name() + ".etcd"
 	return f.Name(), func(code *int) {
 		klog.Flush()
 		klog.LogToStderr(true)
@@ -79,6 +79,9 @@ func printTail(file string, lines int) {
 	}
 	fmt.Fprintf(os.Stderr, "harness: last %d lines of component logs:\n%s\n", len(tail), strings.Join(tail, "\n"))
 }
+
+// ControlPlane is etcd plus kube-apiserver in the test process.
+type ControlPlane = localcluster.ControlPlane
 
 var (
 	sharedMu sync.Mutex
@@ -141,24 +144,27 @@ func WithCRDs(files ...string) Option {
 func runMain(m *testing.M, o mainOptions) (code int) {
 	logFile, restoreLogs := redirectLogs()
 	defer restoreLogs(&code)
-	tb := newPackageTB("harness")
+	var tbOut io.Writer = os.Stderr
+	etcdLog := ""
 	if logFile != "" {
 		if f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_APPEND, 0); err == nil {
 			defer f.Close()
-			tb.out = f
+			tbOut = f
 		}
+		etcdLog = logFile + ".etcd"
 	}
+	tb := localcluster.NewProcessTB("harness", tbOut)
 	defer func() {
 		if r := recover(); r != nil {
-			if _, ok := r.(packageFatal); !ok {
+			if _, ok := r.(localcluster.Fatal); !ok {
 				panic(r)
 			}
 			fmt.Fprintf(os.Stderr, "harness: control plane failed: %v\n", r)
 			code = 1
 		}
-		tb.runCleanups()
+		tb.RunCleanups()
 	}()
-	cp, err := StartControlPlane(tb, o.apiServerFlags...)
+	cp, err := localcluster.StartControlPlane(tb, etcdLog, o.apiServerFlags...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "harness: %v\n", err)
 		return 1
@@ -204,101 +210,4 @@ func Shared(t testing.TB) *ControlPlane {
 		t.Fatal("harness: no control plane: the package's TestMain must call harness.Main(m)")
 	}
 	return shared
-}
-
-// packageFatal is the panic value of packageTB.FailNow.
-type packageFatal string
-
-// packageTB is the testing.TB of a whole test package: kube-apiserver's test
-// server wants one for logging and cleanups, and a *testing.T would stop the
-// server when its own test ends.
-type packageTB struct {
-	name     string
-	out      io.Writer
-	mu       sync.Mutex
-	cleanups []func()
-	failed   bool
-}
-
-func newPackageTB(name string) *packageTB { return &packageTB{name: name, out: os.Stderr} }
-
-func (tb *packageTB) Attr(key, value string) {}
-func (tb *packageTB) Chdir(dir string) {
-	if err := os.Chdir(dir); err != nil {
-		tb.Fatalf("chdir %s: %v", dir, err)
-	}
-}
-func (tb *packageTB) Cleanup(f func()) {
-	tb.mu.Lock()
-	defer tb.mu.Unlock()
-	tb.cleanups = append(tb.cleanups, f)
-}
-func (tb *packageTB) runCleanups() {
-	tb.mu.Lock()
-	cleanups := tb.cleanups
-	tb.cleanups = nil
-	tb.mu.Unlock()
-	for i := len(cleanups) - 1; i >= 0; i-- {
-		cleanups[i]()
-	}
-}
-func (tb *packageTB) Error(args ...any) { tb.Log(args...); tb.Fail() }
-func (tb *packageTB) Errorf(format string, args ...any) {
-	tb.Logf(format, args...)
-	tb.Fail()
-}
-func (tb *packageTB) Fail() {
-	tb.mu.Lock()
-	defer tb.mu.Unlock()
-	tb.failed = true
-}
-func (tb *packageTB) FailNow() {
-	tb.Fail()
-	panic(packageFatal("FailNow called"))
-}
-func (tb *packageTB) Failed() bool {
-	tb.mu.Lock()
-	defer tb.mu.Unlock()
-	return tb.failed
-}
-func (tb *packageTB) Fatal(args ...any) { tb.Log(args...); tb.FailNow() }
-func (tb *packageTB) Fatalf(format string, args ...any) {
-	tb.Logf(format, args...)
-	tb.FailNow()
-}
-func (tb *packageTB) Helper() {}
-func (tb *packageTB) Log(args ...any) {
-	fmt.Fprintln(tb.out, append([]any{tb.name + ":"}, args...)...)
-}
-func (tb *packageTB) Logf(format string, args ...any) {
-	fmt.Fprintf(tb.out, tb.name+": "+format+"\n", args...)
-}
-func (tb *packageTB) Name() string { return tb.name }
-func (tb *packageTB) Setenv(key, value string) {
-	old, had := os.LookupEnv(key)
-	if err := os.Setenv(key, value); err != nil {
-		tb.Fatalf("setenv %s: %v", key, err)
-	}
-	tb.Cleanup(func() {
-		if had {
-			_ = os.Setenv(key, old)
-		} else {
-			_ = os.Unsetenv(key)
-		}
-	})
-}
-
-// A package-wide control plane has nothing to skip: skipping would hide a
-// missing component, so these fail instead.
-func (tb *packageTB) Skip(args ...any)                 { tb.Fatal(append([]any{"skip requested:"}, args...)...) }
-func (tb *packageTB) Skipf(format string, args ...any) { tb.Fatalf("skip requested: "+format, args...) }
-func (tb *packageTB) SkipNow()                         { tb.Fatal("skip requested") }
-func (tb *packageTB) Skipped() bool                    { return false }
-func (tb *packageTB) TempDir() string {
-	dir, err := os.MkdirTemp("", "sluice-harness")
-	if err != nil {
-		tb.Fatalf("temp dir: %v", err)
-	}
-	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright 2026 The sluice Authors.
 
-package harness
+package localcluster
 
 import (
 	"fmt"
@@ -19,7 +19,11 @@ import (
 	"k8s.io/kubernetes/test/utils/ktesting"
 )
 
-// APIServerFlags are the kube-apiserver flags every harness control plane
+// Package localcluster runs etcd and kube-apiserver inside this process, for
+// the integration tests, the simulator and the demo: the real apiserver
+// (kube-apiserver's own test server), with sluice's APIs and gates on.
+//
+// APIServerFlags are the kube-apiserver flags every local control plane
 // gets:
 //   - the Workload/PodGroup API (scheduling.k8s.io/v1beta1) is served and the
 //     gates of the native gang path are on (they also reach the in-process
@@ -53,9 +57,10 @@ type ControlPlane struct {
 }
 
 // StartControlPlane starts embedded etcd and kube-apiserver. tb receives the
-// apiserver's logs and cleanups; extraFlags are appended to APIServerFlags.
-func StartControlPlane(tb ktesting.TB, extraFlags ...string) (*ControlPlane, error) {
-	etcd, err := StartEtcd()
+// apiserver's logs and cleanups; etcdLog receives etcd's (stderr when
+// empty); extraFlags are appended to APIServerFlags.
+func StartControlPlane(tb ktesting.TB, etcdLog string, extraFlags ...string) (*ControlPlane, error) {
+	etcd, err := StartEtcd(etcdLog)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright 2026 The sluice Authors.
 
-package harness
+package localcluster
 
 import (
 	"fmt"
@@ -13,11 +13,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
-// etcdLogFile receives etcd's logs when set (the harness sets it together
-// with the klog redirection).
-var etcdLogFile string
-
-// Etcd is an etcd server embedded in the test process.
+// Etcd is an etcd server embedded in this process.
 type Etcd struct {
 	// ClientURL is where kube-apiserver reaches it (http on loopback).
 	ClientURL string
@@ -26,8 +22,9 @@ type Etcd struct {
 }
 
 // StartEtcd starts a single-member etcd on free loopback ports, with its data
-// in a fresh temporary directory and fsync off (test data is disposable).
-func StartEtcd() (*Etcd, error) {
+// in a fresh temporary directory and fsync off (the data is disposable).
+// Its logs go to logFile, or to stderr when logFile is empty.
+func StartEtcd(logFile string) (*Etcd, error) {
 	dataDir, err := os.MkdirTemp("", "sluice-etcd")
 	if err != nil {
 		return nil, fmt.Errorf("etcd data dir: %w", err)
@@ -46,8 +43,8 @@ func StartEtcd() (*Etcd, error) {
 		cfg.Dir = dataDir
 		cfg.LogLevel = "error"
 		cfg.UnsafeNoFsync = true
-		if etcdLogFile != "" {
-			cfg.LogOutputs = []string{etcdLogFile}
+		if logFile != "" {
+			cfg.LogOutputs = []string{logFile}
 		}
 		clientURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
 		peerURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", peerPort)}
