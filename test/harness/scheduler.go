@@ -5,21 +5,16 @@ package harness
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sluice-sched/sluice/pkg/registry"
+	"github.com/sluice-sched/sluice/internal/localcluster"
 )
 
 // ShippedConfig is the KubeSchedulerConfiguration users deploy, relative to
@@ -94,10 +89,7 @@ func WriteSchedulerConfig(cp *ControlPlane, cfg *SchedulerConfig, dir string) (s
 }
 
 // Scheduler is a sluice-scheduler running in the test process.
-type Scheduler struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
+type Scheduler = localcluster.Scheduler
 
 // StartScheduler starts sluice-scheduler in this process through
 // kube-scheduler's own start-up path (app.Setup: config file, strict
@@ -121,65 +113,12 @@ func TryStartScheduler(t testing.TB, cp *ControlPlane, cfg *SchedulerConfig) (*S
 	if err != nil {
 		return nil, err
 	}
-	return RunSchedulerFromFile(context.Background(), file)
+	return localcluster.RunScheduler(context.Background(), file)
 }
 
-// RunSchedulerFromFile starts sluice-scheduler from a configuration file as
-// the binary would, minus what a test process must not do more than once
-// (configz and /healthz registration, leader election).
+// RunSchedulerFromFile starts sluice-scheduler from a configuration file.
 func RunSchedulerFromFile(ctx context.Context, configFile string) (*Scheduler, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	opts := options.NewOptions()
-	opts.ConfigFile = configFile
-	// No secure serving: tests talk to the scheduler only through the
-	// apiserver, and a fixed port would clash between packages.
-	opts.SecureServing.BindPort = 0
-	cc, sched, err := app.Setup(ctx, opts, registry.Options()...)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	if cc.LeaderElection != nil {
-		cancel()
-		return nil, fmt.Errorf("harness schedulers run without leader election")
-	}
-	cc.EventBroadcaster.StartRecordingToSink(ctx.Done())
-	cc.InformerFactory.Start(ctx.Done())
-	cc.DynInformerFactory.Start(ctx.Done())
-	// Informers that cannot list (e.g. RBAC forbids it) never sync; bound
-	// the wait so such a start-up fails instead of hanging.
-	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
-	defer syncCancel()
-	for typ, ok := range cc.InformerFactory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			cancel()
-			return nil, fmt.Errorf("scheduler informer for %v did not sync within 30s", typ)
-		}
-	}
-	for typ, ok := range cc.DynInformerFactory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			cancel()
-			return nil, fmt.Errorf("scheduler informer for %v did not sync within 30s", typ)
-		}
-	}
-	if err := sched.WaitForHandlersSync(syncCtx); err != nil {
-		cancel()
-		return nil, fmt.Errorf("scheduler handlers did not sync: %w", err)
-	}
-	s := &Scheduler{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		defer cc.EventBroadcaster.Shutdown()
-		sched.Run(ctx)
-		klog.FromContext(ctx).V(2).Info("harness scheduler stopped")
-	}()
-	return s, nil
-}
-
-// Stop stops the scheduler and waits until it has returned.
-func (s *Scheduler) Stop() {
-	s.cancel()
-	<-s.done
+	return localcluster.RunScheduler(ctx, configFile)
 }
 
 // ModuleRoot is the directory of sluice's go.mod, found from the working
