@@ -177,7 +177,7 @@ func runMain(m *testing.M, o mainOptions) (code int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if o.priorityClass {
-		if err := CreatePriorityClasses(ctx, cp, moduleRootFromWD()); err != nil {
+		if err := localcluster.CreatePriorityClasses(ctx, cp.Client); err != nil {
 			fmt.Fprintf(os.Stderr, "harness: %v\n", err)
 			return 1
 		}

@@ -5,45 +5,15 @@ package harness
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 )
-
-// CreatePriorityClasses creates the PriorityClasses shipped in
-// manifests/priorityclasses.yaml (those that do not exist yet).
-func CreatePriorityClasses(ctx context.Context, cp *ControlPlane, root string) error {
-	f, err := os.Open(filepath.Join(root, "manifests", "priorityclasses.yaml"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		pc := &schedulingv1.PriorityClass{}
-		if err := dec.Decode(pc); err != nil {
-			break
-		}
-		if pc.Name == "" {
-			continue
-		}
-		if _, err := cp.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating PriorityClass %s: %w", pc.Name, err)
-		}
-	}
-	return nil
-}
 
 // InferenceDeployment is a production inference Deployment as users write
 // it: scheduled by sluice-production, PriorityClass production, tolerating

@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -25,6 +27,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sluice-sched/sluice/internal/localcluster"
 	"github.com/sluice-sched/sluice/test/harness"
 )
 
@@ -182,4 +185,32 @@ func waitEstablished(t *testing.T, dyn dynamic.Interface, name string) {
 		}
 		return false, nil
 	}, func() string { return "CRD " + name + " not established" })
+}
+
+// TestPriorityClassesMatchManifests keeps the classes the harness, the
+// simulator and the demo create equal to the shipped ones.
+func TestPriorityClassesMatchManifests(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "manifests", "priorityclasses.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := map[string]*schedulingv1.PriorityClass{}
+	for _, u := range decodeAll(t, data) {
+		pc := &schedulingv1.PriorityClass{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pc); err != nil {
+			t.Fatal(err)
+		}
+		shipped[pc.Name] = pc
+	}
+	for _, pc := range localcluster.PriorityClasses() {
+		s, ok := shipped[pc.Name]
+		if !ok {
+			t.Errorf("PriorityClass %s is not in manifests/priorityclasses.yaml", pc.Name)
+			continue
+		}
+		if s.Value != pc.Value || *s.PreemptionPolicy != *pc.PreemptionPolicy || s.Description != pc.Description {
+			t.Errorf("PriorityClass %s differs from the manifest: %d %s %q vs %d %s %q", pc.Name,
+				pc.Value, *pc.PreemptionPolicy, pc.Description, s.Value, *s.PreemptionPolicy, s.Description)
+		}
+	}
 }

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package sim
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluice-sched/sluice/pkg/fabric"
+)
+
+// GangJob is a training job: a gang of pods that all start together.
+type GangJob struct {
+	Name       string
+	Pods       int
+	GPUsPerPod int
+	Submit     time.Duration
+	Duration   time.Duration
+}
+
+// GangOutcome is where a gang went.
+type GangOutcome struct {
+	Name       string
+	Pods       int
+	GPUsPerPod int
+	Placed     bool
+	// Leaves is the number of leaf switches the gang spans; LowerBound the
+	// fewest any placement could have used with the free capacity at the
+	// time it was placed.
+	Leaves, LowerBound, Nodes int
+	// Waited is the simulated time from submission to placement.
+	Waited time.Duration
+}
+
+// GangResult is one policy's run of a gang workload.
+type GangResult struct {
+	Policy   string
+	Gangs    []GangOutcome
+	Duration time.Duration
+}
+
+// Summary counts placed gangs, those placed at the lower bound, and the
+// mean leaves over the bound of multi-node gangs.
+func (r GangResult) Summary() (placed, atBound int, meanExtra float64) {
+	extra, n := 0, 0
+	for _, g := range r.Gangs {
+		if !g.Placed {
+			continue
+		}
+		placed++
+		if g.Leaves <= g.LowerBound {
+			atBound++
+		}
+		extra += max(g.Leaves-g.LowerBound, 0)
+		n++
+	}
+	if n > 0 {
+		meanExtra = float64(extra) / float64(n)
+	}
+	return placed, atBound, meanExtra
+}
+
+type runningJob struct {
+	end  time.Duration
+	pods []string
+}
+
+// RunGangs replays jobs first-in first-out in simulated time: at each
+// submission, jobs that have ended by then leave; a gang that does not fit
+// waits (and blocks the queue) while running jobs end in order, until it
+// fits or nothing is left to end. Every gang is a native PodGroup (the
+// policy may add upstream's topology constraint); where it lands is read
+// from the pods' nodes.
+func RunGangs(ctx context.Context, env *Env, nodes []NodeSpec, jobs []GangJob, progress func(done, total int)) (GangResult, error) {
+	start := time.Now()
+	if err := createSpecs(ctx, env, nodes); err != nil {
+		return GangResult{}, err
+	}
+	tree, byName, err := treeOf(nodes)
+	if err != nil {
+		return GangResult{}, err
+	}
+	res := GangResult{Policy: env.Policy.Name}
+	var running []runningJob
+	now := time.Duration(0)
+	for i, job := range jobs {
+		now = max(now, job.Submit)
+		sort.Slice(running, func(a, b int) bool { return running[a].end < running[b].end })
+		for len(running) > 0 && running[0].end <= now {
+			if err := env.finish(ctx, running[0].pods); err != nil {
+				return res, err
+			}
+			running = running[1:]
+		}
+		lb, err := env.lowerBound(tree, byName, job)
+		if err != nil {
+			return res, err
+		}
+		pods, err := env.submitGang(ctx, job, nil)
+		if err != nil {
+			return res, err
+		}
+		out := GangOutcome{Name: job.Name, Pods: job.Pods, GPUsPerPod: job.GPUsPerPod, LowerBound: lb}
+		decided, err := env.Wait(ctx, pods, time.Minute, false)
+		if err != nil {
+			return res, fmt.Errorf("gang %s: %w", job.Name, err)
+		}
+		placed := allBound(decided)
+		submitted := now
+		for !placed && len(running) > 0 {
+			now = max(now, running[0].end)
+			if err := env.finish(ctx, running[0].pods); err != nil {
+				return res, err
+			}
+			running = running[1:]
+			if out.LowerBound, err = env.lowerBound(tree, byName, job); err != nil {
+				return res, err
+			}
+			decided, _ = env.Wait(ctx, pods, 15*time.Second, true)
+			placed = len(decided) == len(pods)
+		}
+		names := make([]string, len(pods))
+		for j, p := range pods {
+			names[j] = p.Name
+		}
+		if placed {
+			out.Placed, out.Waited = true, now-submitted
+			var idx []int
+			for _, o := range decided {
+				if k, ok := tree.NodeIndex(o.Node); ok {
+					idx = append(idx, k)
+				}
+			}
+			out.Leaves, out.Nodes = tree.Span(idx, 1), tree.Span(idx, fabric.NodeLevel)
+			running = append(running, runningJob{end: now + job.Duration, pods: names})
+		} else if err := env.finish(ctx, names); err != nil {
+			return res, err
+		}
+		res.Gangs = append(res.Gangs, out)
+		if progress != nil {
+			progress(i+1, len(jobs))
+		}
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+func allBound(decided map[string]Outcome) bool {
+	for _, o := range decided {
+		if o.Node == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// submitGang creates a job's PodGroup (with annotations, and the policy's
+// topology constraint if it has one) and its pods.
+func (e *Env) submitGang(ctx context.Context, job GangJob, annotations map[string]string) ([]*v1.Pod, error) {
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: job.Name, Annotations: annotations},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			PriorityClassName: "research",
+			SchedulingPolicy:  schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(job.Pods)}},
+		},
+	}
+	if e.Policy.TopologyKey != "" {
+		pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{
+			Topology: []schedulingv1beta1.TopologyConstraint{{Key: e.Policy.TopologyKey}},
+		}
+	}
+	if _, err := e.Client.SchedulingV1beta1().PodGroups(Namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating PodGroup %s: %w", job.Name, err)
+	}
+	return e.createGangPods(ctx, job)
+}
+
+// createGangPods creates a job's pods, members of its PodGroup.
+func (e *Env) createGangPods(ctx context.Context, job GangJob) ([]*v1.Pod, error) {
+	var pods []*v1.Pod
+	for i := 0; i < job.Pods; i++ {
+		p := PodSpec{Name: fmt.Sprintf("%s-%d", job.Name, i), GPUs: job.GPUsPerPod, MilliCPU: 1000, MemoryMiB: 1024, Research: true, Gang: job.Name}.Pod(e.Policy)
+		if _, err := e.Client.CoreV1().Pods(Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating pod %s: %w", p.Name, err)
+		}
+		pods = append(pods, p)
+	}
+	return pods, nil
+}
+
+// finish deletes a job's pods and waits until the watch has seen them go.
+func (e *Env) finish(ctx context.Context, pods []string) error {
+	if err := e.DeletePods(ctx, Namespace, pods); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		changed := e.changes()
+		left := 0
+		for _, p := range pods {
+			if _, err := e.pods.Pods(Namespace).Get(p); err == nil {
+				left++
+			}
+		}
+		if left == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("pods of a finished job still exist after a minute")
+}
+
+// treeOf builds the fabric tree of node specs.
+func treeOf(nodes []NodeSpec) (*fabric.Tree, map[string]NodeSpec, error) {
+	fn := make([]fabric.Node, len(nodes))
+	byName := make(map[string]NodeSpec, len(nodes))
+	for i, n := range nodes {
+		fn[i] = fabric.Node{Name: n.Name, Switches: []string{n.Leaf, n.Spine, n.Block}}
+		byName[n.Name] = n
+	}
+	tree, err := fabric.Build([]string{"leaf", "spine", "block"}, fn)
+	return tree, byName, err
+}
+
+// lowerBound is the fewest leaves any placement of the job could use now.
+func (e *Env) lowerBound(tree *fabric.Tree, nodes map[string]NodeSpec, job GangJob) (int, error) {
+	pods, err := e.Pods(Namespace)
+	if err != nil {
+		return 0, err
+	}
+	free := map[string]int{}
+	for name, n := range nodes {
+		free[name] = n.GPUs
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		q := p.Spec.Containers[0].Resources.Requests[GPU]
+		free[p.Spec.NodeName] -= int(q.Value())
+	}
+	slots := make([]int, tree.NumNodes())
+	for name, f := range free {
+		if i, ok := tree.NodeIndex(name); ok && job.GPUsPerPod > 0 {
+			slots[i] = max(f, 0) / job.GPUsPerPod
+		}
+	}
+	lb, _ := tree.Overlay(slots).LowerBound(job.Pods, 1)
+	return lb, nil
+}
