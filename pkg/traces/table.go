@@ -88,7 +88,6 @@ type table struct {
 // newTable reads and checks the header of r against s.
 func newTable(r io.Reader, name string, s schema) (*table, error) {
 	cr := csv.NewReader(r)
-	cr.ReuseRecord = false
 	header, err := cr.Read()
 	if errors.Is(err, io.EOF) {
 		return nil, &ParseError{File: name, Err: errors.New("empty file: no header")}
@@ -123,12 +122,6 @@ func newTable(r io.Reader, name string, s schema) (*table, error) {
 		}
 	}
 	return t, nil
-}
-
-// has reports whether the header has column c.
-func (t *table) has(c string) bool {
-	_, ok := t.columns[c]
-	return ok
 }
 
 // next returns the next data row, or io.EOF after the last one.
