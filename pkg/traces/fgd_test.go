@@ -69,7 +69,7 @@ func TestFGDSample(t *testing.T) {
 }
 
 func TestFGDSampleIsDeterministic(t *testing.T) {
-	pods, err := ReadFile(filepath.Join("testdata", "openb_pod_list_default.csv"), ReadOpenbPods)
+	pods, err := ReadFile(filepath.Join("testdata", "openb", "openb_pod_list_default.csv"), ReadOpenbPods)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -204,7 +204,7 @@ func TestOpenbPodGPUs(t *testing.T) {
 
 func TestReadOpenbTestdata(t *testing.T) {
 	t.Run("gpu node list", func(t *testing.T) {
-		nodes, err := ReadFile(filepath.Join("testdata", "openb_node_list_gpu_node.csv"), ReadOpenbNodes)
+		nodes, err := ReadFile(filepath.Join("testdata", "openb", "openb_node_list_gpu_node.csv"), ReadOpenbNodes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,14 +219,14 @@ func TestReadOpenbTestdata(t *testing.T) {
 		}
 	})
 	t.Run("all node list has CPU-only nodes", func(t *testing.T) {
-		nodes, err := ReadFile(filepath.Join("testdata", "openb_node_list_all_node.csv"), ReadOpenbNodes)
+		nodes, err := ReadFile(filepath.Join("testdata", "openb", "openb_node_list_all_node.csv"), ReadOpenbNodes)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkRecords(t, nodes[:1], []OpenbNode{{Name: "openb-node-0000", MilliCPU: 32000, MemoryMiB: 262144}})
 	})
 	t.Run("default pod list", func(t *testing.T) {
-		pods, err := ReadFile(filepath.Join("testdata", "openb_pod_list_default.csv"), ReadOpenbPods)
+		pods, err := ReadFile(filepath.Join("testdata", "openb", "openb_pod_list_default.csv"), ReadOpenbPods)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +244,7 @@ func TestReadOpenbTestdata(t *testing.T) {
 		}
 	})
 	t.Run("multigpu50 pod list has five columns", func(t *testing.T) {
-		pods, err := ReadFile(filepath.Join("testdata", "openb_pod_list_multigpu50.csv"), ReadOpenbPods)
+		pods, err := ReadFile(filepath.Join("testdata", "openb", "openb_pod_list_multigpu50.csv"), ReadOpenbPods)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func TestReadOpenbTestdata(t *testing.T) {
 // error is a *ParseError, and that every pod it accepts is consistent.
 func FuzzReadOpenbPods(f *testing.F) {
 	for _, name := range []string{"openb_pod_list_default.csv", "openb_pod_list_multigpu50.csv"} {
-		data, err := os.ReadFile(filepath.Join("testdata", name))
+		data, err := os.ReadFile(filepath.Join("testdata", "openb", name))
 		if err != nil {
 			f.Fatal(err)
 		}

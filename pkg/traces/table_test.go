@@ -115,7 +115,7 @@ func TestReadFile(t *testing.T) {
 		path    string
 		wantErr string
 	}{
-		{"reads a file", filepath.Join("testdata", "openb_node_list_gpu_node.csv"), ""},
+		{"reads a file", filepath.Join("testdata", "openb", "openb_node_list_gpu_node.csv"), ""},
 		{"missing file", filepath.Join("testdata", "no_such.csv"), "no such file"},
 	}
 	for _, tt := range tests {
