@@ -145,6 +145,22 @@ var (
 		Buckets:        metrics.ExponentialBuckets(0.5, 2, 14),
 		StabilityLevel: metrics.ALPHA,
 	})
+	// ClaimVictims is the number of production pods a claim evicted.
+	ClaimVictims = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace:      namespace,
+		Name:           "research_claim_victims",
+		Help:           "Production pods moved to overflow nodes per completed research claim.",
+		Buckets:        metrics.ExponentialBuckets(1, 2, 14),
+		StabilityLevel: metrics.ALPHA,
+	})
+	// ClaimWaves is the number of eviction waves of a claim.
+	ClaimWaves = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace:      namespace,
+		Name:           "research_claim_waves",
+		Help:           "PodDisruptionBudget-respecting eviction waves per completed research claim.",
+		Buckets:        []float64{1, 2, 3, 5, 8, 13, 21, 34, 55},
+		StabilityLevel: metrics.ALPHA,
+	})
 	// ClaimsActive is the number of claims in progress.
 	ClaimsActive = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace:      namespace,
@@ -177,6 +193,8 @@ func Register() {
 			ProductionOnOverflow,
 			ReturnMoves,
 			ClaimDuration,
+			ClaimVictims,
+			ClaimWaves,
 			ClaimsActive,
 		)
 	})

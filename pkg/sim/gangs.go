@@ -31,10 +31,10 @@ type GangOutcome struct {
 	Pods       int
 	GPUsPerPod int
 	Placed     bool
-	// Leaves is the number of leaf switches the gang spans; LowerBound the
-	// fewest any placement could have used with the free capacity at the
-	// time it was placed.
-	Leaves, LowerBound, Nodes int
+	// Leaves and Nodes are the leaf switches and nodes the gang spans;
+	// LowerBound and LowerBoundNodes the fewest any placement could have
+	// used with the free capacity at the time it was placed.
+	Leaves, LowerBound, Nodes, LowerBoundNodes int
 	// Waited is the simulated time from submission to placement.
 	Waited time.Duration
 }
@@ -46,25 +46,44 @@ type GangResult struct {
 	Duration time.Duration
 }
 
-// Summary counts placed gangs, those placed at the lower bound, and the
-// mean leaves over the bound of multi-node gangs.
-func (r GangResult) Summary() (placed, atBound int, meanExtra float64) {
-	extra, n := 0, 0
+// GangSummary sums up a gang run.
+type GangSummary struct {
+	Gangs, Placed int
+	// AtLowerBound counts placed gangs on no more leaves than the lower
+	// bound; AtNodeBound on no more nodes than theirs.
+	AtLowerBound, AtNodeBound int
+	// MeanExtraLeaves and MeanExtraNodes are the mean spans over the bounds.
+	MeanExtraLeaves, MeanExtraNodes float64
+	// MeanWait is the mean simulated wait of placed gangs.
+	MeanWait time.Duration
+}
+
+// Summary sums up the run.
+func (r GangResult) Summary() GangSummary {
+	s := GangSummary{Gangs: len(r.Gangs)}
+	extraLeaves, extraNodes := 0, 0
+	var wait time.Duration
 	for _, g := range r.Gangs {
 		if !g.Placed {
 			continue
 		}
-		placed++
+		s.Placed++
 		if g.Leaves <= g.LowerBound {
-			atBound++
+			s.AtLowerBound++
 		}
-		extra += max(g.Leaves-g.LowerBound, 0)
-		n++
+		if g.Nodes <= g.LowerBoundNodes {
+			s.AtNodeBound++
+		}
+		extraLeaves += max(g.Leaves-g.LowerBound, 0)
+		extraNodes += max(g.Nodes-g.LowerBoundNodes, 0)
+		wait += g.Waited
 	}
-	if n > 0 {
-		meanExtra = float64(extra) / float64(n)
+	if s.Placed > 0 {
+		s.MeanExtraLeaves = float64(extraLeaves) / float64(s.Placed)
+		s.MeanExtraNodes = float64(extraNodes) / float64(s.Placed)
+		s.MeanWait = wait / time.Duration(s.Placed)
 	}
-	return placed, atBound, meanExtra
+	return s
 }
 
 type runningJob struct {
@@ -99,7 +118,7 @@ func RunGangs(ctx context.Context, env *Env, nodes []NodeSpec, jobs []GangJob, p
 			}
 			running = running[1:]
 		}
-		lb, err := env.lowerBound(tree, byName, job)
+		lb, lbNodes, err := env.lowerBound(tree, byName, job)
 		if err != nil {
 			return res, err
 		}
@@ -107,7 +126,7 @@ func RunGangs(ctx context.Context, env *Env, nodes []NodeSpec, jobs []GangJob, p
 		if err != nil {
 			return res, err
 		}
-		out := GangOutcome{Name: job.Name, Pods: job.Pods, GPUsPerPod: job.GPUsPerPod, LowerBound: lb}
+		out := GangOutcome{Name: job.Name, Pods: job.Pods, GPUsPerPod: job.GPUsPerPod, LowerBound: lb, LowerBoundNodes: lbNodes}
 		decided, err := env.Wait(ctx, pods, time.Minute, false)
 		if err != nil {
 			return res, fmt.Errorf("gang %s: %w", job.Name, err)
@@ -120,7 +139,7 @@ func RunGangs(ctx context.Context, env *Env, nodes []NodeSpec, jobs []GangJob, p
 				return res, err
 			}
 			running = running[1:]
-			if out.LowerBound, err = env.lowerBound(tree, byName, job); err != nil {
+			if out.LowerBound, out.LowerBoundNodes, err = env.lowerBound(tree, byName, job); err != nil {
 				return res, err
 			}
 			decided, _ = env.Wait(ctx, pods, 15*time.Second, true)
@@ -234,11 +253,12 @@ func treeOf(nodes []NodeSpec) (*fabric.Tree, map[string]NodeSpec, error) {
 	return tree, byName, err
 }
 
-// lowerBound is the fewest leaves any placement of the job could use now.
-func (e *Env) lowerBound(tree *fabric.Tree, nodes map[string]NodeSpec, job GangJob) (int, error) {
+// lowerBound is the fewest leaves and nodes any placement of the job could
+// use now.
+func (e *Env) lowerBound(tree *fabric.Tree, nodes map[string]NodeSpec, job GangJob) (int, int, error) {
 	pods, err := e.Pods(Namespace)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	free := map[string]int{}
 	for name, n := range nodes {
@@ -257,6 +277,8 @@ func (e *Env) lowerBound(tree *fabric.Tree, nodes map[string]NodeSpec, job GangJ
 			slots[i] = max(f, 0) / job.GPUsPerPod
 		}
 	}
-	lb, _ := tree.Overlay(slots).LowerBound(job.Pods, 1)
-	return lb, nil
+	o := tree.Overlay(slots)
+	leaves, _ := o.LowerBound(job.Pods, 1)
+	nodesLB, _ := o.LowerBound(job.Pods, fabric.NodeLevel)
+	return leaves, nodesLB, nil
 }

@@ -126,7 +126,7 @@ func (pl *OverflowPreemption) start(ctx context.Context, key string, claimants [
 	note := fmt.Sprintf("%d production pods chosen as the fewest victims in %s", len(victims), p.claim.Domain.Name)
 	c := &claim{
 		key: key, domain: p.claim.Domain.Name, claimants: claimants, nominations: nominations,
-		pending: victims, started: time.Now(), progressAt: time.Now(), bound: map[types.UID]bool{}, note: note,
+		pending: victims, victims: len(victims), started: time.Now(), progressAt: time.Now(), bound: map[types.UID]bool{}, note: note,
 	}
 	pl.claims.add(c)
 	msg := fmt.Sprintf("claiming %s: %s move to overflow nodes in PodDisruptionBudget-safe waves", p.claim.Domain.Name, describe(victims))

@@ -162,6 +162,7 @@ type claim struct {
 	// nominations map claimant (namespace/name) to its node.
 	nominations map[string]string
 	pending     []*v1.Pod
+	victims     int
 	wave        *wave
 	waves       int
 	started     time.Time
@@ -231,6 +232,8 @@ func (cs *claims) boundPod(pod *v1.Pod) {
 		c.bound[pod.UID] = true
 		if len(c.bound) >= len(c.nominations) {
 			metrics.ClaimDuration.Observe(time.Since(c.started).Seconds())
+			metrics.ClaimVictims.Observe(float64(c.victims))
+			metrics.ClaimWaves.Observe(float64(c.waves))
 			cs.removeLocked(key)
 		}
 		return

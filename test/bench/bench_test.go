@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package bench
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
+	"k8s.io/kubernetes/test/utils/client-go/ktesting"
+
+	"github.com/sluice-sched/sluice/pkg/registry"
+)
+
+// cpuFile collects, per workload, the CPU seconds this test process used
+// (apiserver and scheduler together; etcd runs apart), the wall time and
+// the peak RSS, next to scheduler_perf's JSON.
+const cpuFile = "sluice-process-usage.json"
+
+// Usage is one workload's process usage.
+type Usage struct {
+	Workload   string  `json:"workload"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+	Seconds    float64 `json:"seconds"`
+	MaxRSSMiB  float64 `json:"maxRSSMiB"`
+}
+
+func BenchmarkPerfScheduling(b *testing.B) {
+	var mu sync.Mutex
+	var usage []Usage
+	dir := dataDir()
+	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "sluice", registry.Registry(),
+		perf.WithPodsSchedulingTimeout(20*time.Minute),
+		perf.WithPreRunFn(func(tCtx ktesting.TContext, w *perf.Workload) (func(), error) {
+			cpu0, start := cpuSeconds(), time.Now()
+			name := tCtx.Name()
+			return func() {
+				mu.Lock()
+				defer mu.Unlock()
+				usage = append(usage, Usage{Workload: name, CPUSeconds: cpuSeconds() - cpu0, Seconds: time.Since(start).Seconds(), MaxRSSMiB: maxRSSMiB()})
+			}, nil
+		}))
+	data, err := json.MarshalIndent(usage, "", "  ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, cpuFile), data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// dataDir is where scheduler_perf writes its JSON (-data-items-dir, else
+// the working directory).
+func dataDir() string {
+	if d := os.Getenv("SLUICE_BENCH_DIR"); d != "" {
+		return d
+	}
+	return "."
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
+func maxRSSMiB() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024
+}
