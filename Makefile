@@ -30,7 +30,7 @@ STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/)
 INTEGRATION_PKGS = $(shell $(GO) list ./test/integration/...)
 
-.PHONY: all build test unit fuzz integration binary verify codegen image clean
+.PHONY: all build tools test unit fuzz integration binary smoke bench bench-smoke sim sim-smoke verify codegen image clean
 
 all: build
 
@@ -38,9 +38,17 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-scheduler ./cmd/sluice-scheduler
 
-## test: unit tests with the race detector, integration tests against a real
-## apiserver, and a smoke test of the built binary
-test: unit fuzz integration binary
+## tools: the simulator and the benchmark report
+tools:
+	$(GO) build -o $(BIN)/sluice-sim ./cmd/sluice-sim
+	$(GO) build -o $(BIN)/sluice-benchreport ./cmd/sluice-benchreport
+
+## test: unit tests with the race detector, fuzzing, integration tests
+## against a real apiserver, and smoke runs of the binary, the benchmark
+## and the simulator
+test: unit fuzz integration binary smoke
+
+smoke: bench-smoke sim-smoke
 
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
@@ -50,10 +58,13 @@ integration:
 
 # Each fuzz target runs briefly; their seed corpora also run in `unit`.
 FUZZTIME ?= 10s
+FUZZ_PKGS := ./pkg/slurm/ ./pkg/traces/
 fuzz:
-	@for target in $$($(GO) test ./pkg/slurm/ -list 'Fuzz.*' | grep '^Fuzz'); do \
-		echo "fuzz $$target ($(FUZZTIME))"; \
-		$(GO) test ./pkg/slurm/ -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) || exit 1; \
+	@for pkg in $(FUZZ_PKGS); do \
+		for target in $$($(GO) test $$pkg -list 'Fuzz.*' | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+			$(GO) test $$pkg -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) || exit 1; \
+		done; \
 	done
 
 # The binary is kube-scheduler with sluice inside: its --help lists
@@ -63,6 +74,44 @@ binary: build
 	./$(BIN)/sluice-scheduler --help 2>&1 | grep -q -- '--leader-elect '
 	./$(BIN)/sluice-scheduler --help 2>&1 | grep -q -- '--config string'
 	@echo "binary ok: $$(./$(BIN)/sluice-scheduler --version)"
+
+## bench: the scale benchmark (test/bench on upstream's scheduler_perf):
+## every workload under the default profile, sluice's and the ceiling, then
+## the comparison table (BENCH_SCALE=0.2 for a fifth of the sizes)
+BENCH_DIR ?= _output/bench
+BENCH_LABEL ?= sluice
+BENCH_SCALE ?= 1
+bench: $(BIN)/etcd tools
+	@rm -rf $(BENCH_DIR) && mkdir -p $(BENCH_DIR)
+	@echo "bench: label $(BENCH_LABEL), scale $(BENCH_SCALE); log in $(BENCH_DIR)/bench.log"
+	@cd test/bench && PATH="$(abspath $(BIN)):$$PATH" SLUICE_BENCH_DIR="$(abspath $(BENCH_DIR))" \
+		$(GO) test -count=1 -run '^$$' -bench BenchmarkPerfScheduling -benchtime=1x -timeout 120m . \
+		-args -perf-scheduling-label-filter=$(BENCH_LABEL) -data-items-dir="$(abspath $(BENCH_DIR))" \
+		-sluice-scale=$(BENCH_SCALE) > "$(abspath $(BENCH_DIR))/bench.log" 2>&1 \
+		|| { tail -n 60 "$(abspath $(BENCH_DIR))/bench.log"; echo "bench failed: $(BENCH_DIR)/bench.log"; exit 1; }
+	./$(BIN)/sluice-benchreport -dir $(BENCH_DIR) -json $(BENCH_DIR)/report.json | tee $(BENCH_DIR)/report.md
+
+bench-smoke:
+	$(MAKE) bench BENCH_LABEL=sluice-smoke BENCH_DIR=_output/bench-smoke
+	grep -q '| ResearchClaim | smoke | sluice |' _output/bench-smoke/report.md
+
+$(BIN)/etcd: go.mod
+	$(GO) build -o $@ go.etcd.io/etcd/server/v3
+
+## sim: the trace-driven simulator on the public traces (SIM_DATA)
+SIM_DATA ?= ../shared/data/traces
+SIM_OUT ?= _output/sim
+SIM_FLAGS ?= -scenario scenarios/research-claim.yaml
+sim: tools
+	@mkdir -p $(dir $(SIM_OUT))
+	./$(BIN)/sluice-sim -data $(SIM_DATA) -out $(SIM_OUT) -log $(SIM_OUT).log $(SIM_FLAGS)
+
+sim-smoke: tools
+	@mkdir -p _output
+	./$(BIN)/sluice-sim -data pkg/traces/testdata -out _output/sim-smoke -log _output/sim-smoke.log \
+		-experiments fgd,tiresias,dlrm -max-arrivals 15 -max-jobs 4 -dlrm-fill 0.05 -scenario scenarios/smoke.yaml
+	grep -q '^| sluice |' _output/sim-smoke/summary.md
+	grep -q 'evictions to overflow: [1-9]' _output/sim-smoke/summary.md
 
 ## verify: formatting, vet, lint, generated code and go.mod up to date
 verify: $(STATICCHECK)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,27 +24,39 @@ import (
 // the peak RSS, next to scheduler_perf's JSON.
 const cpuFile = "sluice-process-usage.json"
 
+// generatedWorkloads is performance-config.yaml with -sluice-scale applied.
+const generatedWorkloads = "performance-config.generated.yaml"
+
 // Usage is one workload's process usage.
 type Usage struct {
 	Workload   string  `json:"workload"`
 	CPUSeconds float64 `json:"cpuSeconds"`
 	Seconds    float64 `json:"seconds"`
 	MaxRSSMiB  float64 `json:"maxRSSMiB"`
+	// Pods is how many pods the workload creates (churn excluded), the
+	// denominator of CPU seconds per 1,000 pods.
+	Pods int `json:"pods"`
 }
 
 func BenchmarkPerfScheduling(b *testing.B) {
 	var mu sync.Mutex
 	var usage []Usage
 	dir := dataDir()
-	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "sluice", registry.Registry(),
+	pods, err := writeScaledWorkloads("performance-config.yaml", generatedWorkloads, scale)
+	if err != nil {
+		b.Fatal(err)
+	}
+	perf.RunBenchmarkPerfScheduling(b, generatedWorkloads, "sluice", registry.Registry(),
 		perf.WithPodsSchedulingTimeout(20*time.Minute),
 		perf.WithPreRunFn(func(tCtx ktesting.TContext, w *perf.Workload) (func(), error) {
 			cpu0, start := cpuSeconds(), time.Now()
 			name := tCtx.Name()
 			return func() {
+				u := Usage{Workload: name, CPUSeconds: cpuSeconds() - cpu0, Seconds: time.Since(start).Seconds(), MaxRSSMiB: maxRSSMiB()}
+				u.Pods = pods[strings.TrimPrefix(name, b.Name()+"/")]
 				mu.Lock()
 				defer mu.Unlock()
-				usage = append(usage, Usage{Workload: name, CPUSeconds: cpuSeconds() - cpu0, Seconds: time.Since(start).Seconds(), MaxRSSMiB: maxRSSMiB()})
+				usage = append(usage, u)
 			}, nil
 		}))
 	data, err := json.MarshalIndent(usage, "", "  ")
