@@ -30,25 +30,43 @@ STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/)
 INTEGRATION_PKGS = $(shell $(GO) list ./test/integration/...)
 
-.PHONY: all build tools test unit fuzz integration binary smoke bench bench-smoke sim sim-smoke verify codegen image clean
+.PHONY: all build tools demo demo-smoke test unit fuzz integration binary smoke bench bench-smoke sim sim-smoke verify codegen image clean
 
 all: build
 
-## build: bin/sluice-scheduler
+## build: bin/sluice-scheduler and bin/sluice-overflow-node
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-scheduler ./cmd/sluice-scheduler
+	CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X main.version=$(SLUICE_VERSION)" -o $(BIN)/sluice-overflow-node ./cmd/sluice-overflow-node
 
-## tools: the simulator and the benchmark report
+## tools: the simulator, the benchmark report and the demo
 tools:
 	$(GO) build -o $(BIN)/sluice-sim ./cmd/sluice-sim
 	$(GO) build -o $(BIN)/sluice-benchreport ./cmd/sluice-benchreport
+	$(GO) build -o $(BIN)/sluice-demo ./cmd/sluice-demo
+
+## demo: the whole story on this machine (KEEP=1 leaves the cluster up,
+## SLURM=1 also reads a real Slurm started by hack/slurm-up.sh)
+KEEP ?=
+SLURM ?=
+DEMO_FLAGS ?=
+demo: build tools
+	@if [ -n "$(SLURM)" ]; then ./hack/slurm-up.sh >/dev/null && . $${SLURM_CI_DIR:-/tmp/slurm-ci}/slurm.env && \
+		./$(BIN)/sluice-demo -slurm $(if $(KEEP),-keep) $(DEMO_FLAGS); \
+	else ./$(BIN)/sluice-demo $(if $(KEEP),-keep) $(DEMO_FLAGS); fi
+
+# The smoke run reads the real Slurm that CI starts (hack/slurm-up.sh), as
+# the Slurm integration tests do.
+demo-smoke: build tools
+	. $${SLURM_CI_DIR:-/tmp/slurm-ci}/slurm.env && ./$(BIN)/sluice-demo -smoke -plain -slurm -out _output/demo-smoke
+	grep -q 'Status: <b class="">passed' _output/demo-smoke/report.html
 
 ## test: unit tests with the race detector, fuzzing, integration tests
 ## against a real apiserver, and smoke runs of the binary, the benchmark
 ## and the simulator
 test: unit fuzz integration binary smoke
 
-smoke: bench-smoke sim-smoke
+smoke: bench-smoke sim-smoke demo-smoke
 
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
@@ -73,7 +91,8 @@ binary: build
 	./$(BIN)/sluice-scheduler --version | grep -q '^sluice-scheduler .* built on Kubernetes $(K8S_VERSION)$$'
 	./$(BIN)/sluice-scheduler --help 2>&1 | grep -q -- '--leader-elect '
 	./$(BIN)/sluice-scheduler --help 2>&1 | grep -q -- '--config string'
-	@echo "binary ok: $$(./$(BIN)/sluice-scheduler --version)"
+	./$(BIN)/sluice-overflow-node --version | grep -q '^sluice-overflow-node '
+	@echo "binary ok: $$(./$(BIN)/sluice-scheduler --version); $$(./$(BIN)/sluice-overflow-node --version)"
 
 ## bench: the scale benchmark (test/bench on upstream's scheduler_perf):
 ## every workload under the default profile, sluice's and the ceiling, then
@@ -94,6 +113,7 @@ bench: $(BIN)/etcd tools
 bench-smoke:
 	$(MAKE) bench BENCH_LABEL=sluice-smoke BENCH_DIR=_output/bench-smoke
 	grep -q '| ResearchClaim | smoke | sluice |' _output/bench-smoke/report.md
+	grep -q '| SchedulingBasic | smoke | ceiling |' _output/bench-smoke/report.md
 
 $(BIN)/etcd: go.mod
 	$(GO) build -o $@ go.etcd.io/etcd/server/v3
@@ -132,7 +152,8 @@ codegen:
 
 ## image: container image (needs a Docker engine)
 image:
-	docker build --build-arg SLUICE_VERSION=$(SLUICE_VERSION) -t sluice-scheduler:$(SLUICE_VERSION) .
+	docker build --build-arg SLUICE_VERSION=$(SLUICE_VERSION) --target sluice-scheduler -t sluice-scheduler:$(SLUICE_VERSION) .
+	docker build --build-arg SLUICE_VERSION=$(SLUICE_VERSION) --target sluice-overflow-node -t sluice-overflow-node:$(SLUICE_VERSION) .
 
 clean:
 	rm -rf $(BIN)

@@ -48,11 +48,9 @@ func TestMain(m *testing.M) {
 const ceilingProfile = `
 schedulerName: ceiling
 plugins:
-  preFilter: {disabled: [{name: "*"}]}
-  filter: {disabled: [{name: "*"}]}
-  postFilter: {disabled: [{name: "*"}]}
-  preScore: {disabled: [{name: "*"}]}
-  score: {disabled: [{name: "*"}]}
+  multiPoint:
+    disabled: [{name: "*"}]
+    enabled: [{name: PrioritySort}, {name: DefaultBinder}]
 `
 
 // writeSchedulerConfig writes the shipped profiles (their return
