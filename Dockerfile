@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 The sluice Authors.
 #
-# sluice-scheduler: a static binary on distroless, running as non-root.
-#   docker build --build-arg SLUICE_VERSION=v0.1.0 -t sluice-scheduler .
+# Two images from one build, static binaries on distroless, non-root:
+#   docker build --target sluice-scheduler     -t sluice-scheduler .
+#   docker build --target sluice-overflow-node -t sluice-overflow-node .
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -11,7 +12,12 @@ COPY . .
 ARG SLUICE_VERSION=v0.0.0-docker
 RUN make build SLUICE_VERSION=${SLUICE_VERSION}
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/static-debian12:nonroot AS sluice-overflow-node
+COPY --from=build /src/bin/sluice-overflow-node /usr/local/bin/sluice-overflow-node
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/sluice-overflow-node"]
+
+FROM gcr.io/distroless/static-debian12:nonroot AS sluice-scheduler
 COPY --from=build /src/bin/sluice-scheduler /usr/local/bin/sluice-scheduler
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/sluice-scheduler"]

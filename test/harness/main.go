@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -86,6 +87,7 @@ type ControlPlane = localcluster.ControlPlane
 var (
 	sharedMu sync.Mutex
 	shared   *ControlPlane
+	remote   *ControlPlane
 )
 
 // Main runs a test package against one control plane (etcd +
@@ -113,6 +115,7 @@ type mainOptions struct {
 	controllers    bool
 	nodeSim        *nodesim.Options
 	priorityClass  bool
+	remote         *nodesim.Options
 }
 
 // WithControllers runs the ReplicaSet, Deployment and disruption
@@ -129,6 +132,13 @@ func WithNodeSimulator(opts nodesim.Options) Option {
 // WithPriorityClasses creates the shipped PriorityClasses (research,
 // production).
 func WithPriorityClasses() Option { return func(o *mainOptions) { o.priorityClass = true } }
+
+// WithRemoteCluster starts a second control plane, the "remote" cluster an
+// overflow provider bursts into, with the stock kube-scheduler and a node
+// simulator (sim) of its own. Tests reach it with Remote.
+func WithRemoteCluster(sim nodesim.Options) Option {
+	return func(o *mainOptions) { o.remote = &sim }
+}
 
 // WithAPIServerFlags adds kube-apiserver flags.
 func WithAPIServerFlags(flags ...string) Option {
@@ -194,10 +204,63 @@ func runMain(m *testing.M, o mainOptions) (code int) {
 			return 1
 		}
 	}
+	var rcp *ControlPlane
+	if o.remote != nil {
+		rcp, err = startRemote(ctx, tb, etcdLog, *o.remote)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "harness: remote cluster: %v\n", err)
+			return 1
+		}
+		defer rcp.Stop()
+	}
 	sharedMu.Lock()
-	shared = cp
+	shared, remote = cp, rcp
 	sharedMu.Unlock()
 	return m.Run()
+}
+
+// Remote returns the package's remote cluster; it fails the test when the
+// package's TestMain does not ask for one (WithRemoteCluster).
+func Remote(t testing.TB) *ControlPlane {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if remote == nil {
+		t.Fatal("harness: no remote cluster: pass harness.WithRemoteCluster to harness.Main")
+	}
+	return remote
+}
+
+// startRemote starts the remote cluster: its own etcd and apiserver, the
+// stock kube-scheduler (default profile) and a node simulator.
+func startRemote(ctx context.Context, tb *localcluster.ProcessTB, etcdLog string, sim nodesim.Options) (*ControlPlane, error) {
+	if etcdLog != "" {
+		etcdLog += ".remote"
+	}
+	rcp, err := localcluster.StartControlPlane(tb, etcdLog)
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(tb.TempDir(), "remote-scheduler.yaml")
+	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+clientConnection: {kubeconfig: %q}
+profiles: [{schedulerName: default-scheduler}]
+`, rcp.Kubeconfig)
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		rcp.Stop()
+		return nil, err
+	}
+	if _, err := localcluster.RunScheduler(ctx, file); err != nil {
+		rcp.Stop()
+		return nil, fmt.Errorf("remote kube-scheduler: %w", err)
+	}
+	if _, err := nodesim.Start(ctx, rcp.Client, sim); err != nil {
+		rcp.Stop()
+		return nil, fmt.Errorf("remote node simulator: %w", err)
+	}
+	return rcp, nil
 }
 
 // Shared returns the package's control plane; it fails the test when the

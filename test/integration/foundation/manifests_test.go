@@ -4,27 +4,13 @@
 package foundation
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sluice-sched/sluice/internal/localcluster"
@@ -40,15 +26,7 @@ func TestManifests(t *testing.T) {
 	cp := harness.Shared(t)
 	root := harness.ModuleRoot(t)
 
-	rendered, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "manifests"))
-	if err != nil {
-		t.Fatalf("kustomize build manifests/: %v", err)
-	}
-	kustomized, err := rendered.AsYaml()
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs := decodeAll(t, kustomized)
+	objs := harness.Kustomize(t, filepath.Join(root, "manifests"))
 	examples, err := filepath.Glob(filepath.Join(root, "manifests", "examples", "*.yaml"))
 	if err != nil || len(examples) == 0 {
 		t.Fatalf("no examples in manifests/examples: %v", err)
@@ -58,9 +36,9 @@ func TestManifests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs = append(objs, decodeAll(t, data)...)
+		objs = append(objs, harness.DecodeYAML(t, data)...)
 	}
-	createAll(t, cp, objs)
+	harness.CreateObjects(t, cp, objs)
 
 	// The ConfigMap carries the shipped configuration file verbatim.
 	var config string
@@ -112,81 +90,6 @@ func TestManifests(t *testing.T) {
 	harness.WaitForEvent(t, cp.Client, ns, "Pod", "inference", "Scheduled")
 }
 
-// decodeAll splits a multi-document YAML stream into objects.
-func decodeAll(t *testing.T, data []byte) []*unstructured.Unstructured {
-	t.Helper()
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out
-			}
-			t.Fatalf("decoding manifests: %v", err)
-		}
-		if len(obj.Object) > 0 {
-			out = append(out, obj)
-		}
-	}
-}
-
-// createAll creates namespaces and CRDs first (waiting until CRDs are
-// served), then everything else, with strict field validation.
-func createAll(t *testing.T, cp *harness.ControlPlane, objs []*unstructured.Unstructured) {
-	t.Helper()
-	ctx := context.Background()
-	dyn, err := dynamic.NewForConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := func(o *unstructured.Unstructured) bool {
-		return o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition"
-	}
-	for _, pass := range []bool{true, false} {
-		mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cp.Client.Discovery()))
-		for _, o := range objs {
-			if first(o) != pass {
-				continue
-			}
-			gvk := o.GroupVersionKind()
-			mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				t.Fatalf("%s %s: no such API: %v", gvk, o.GetName(), err)
-			}
-			var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
-			if mapping.Scope.Name() == apimeta.RESTScopeNameNamespace {
-				ri = dyn.Resource(mapping.Resource).Namespace(o.GetNamespace())
-			}
-			if _, err := ri.Create(ctx, o, metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
-				t.Fatalf("creating %s %s/%s: %v", gvk.Kind, o.GetNamespace(), o.GetName(), err)
-			}
-			if o.GetKind() == "CustomResourceDefinition" {
-				waitEstablished(t, dyn, o.GetName())
-			}
-		}
-	}
-}
-
-func waitEstablished(t *testing.T, dyn dynamic.Interface, name string) {
-	t.Helper()
-	gvr := apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
-	harness.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		u, err := dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, c := range conds {
-			m, _ := c.(map[string]any)
-			if m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
-			}
-		}
-		return false, nil
-	}, func() string { return "CRD " + name + " not established" })
-}
-
 // TestPriorityClassesMatchManifests keeps the classes the harness, the
 // simulator and the demo create equal to the shipped ones.
 func TestPriorityClassesMatchManifests(t *testing.T) {
@@ -195,7 +98,7 @@ func TestPriorityClassesMatchManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	shipped := map[string]*schedulingv1.PriorityClass{}
-	for _, u := range decodeAll(t, data) {
+	for _, u := range harness.DecodeYAML(t, data) {
 		pc := &schedulingv1.PriorityClass{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pc); err != nil {
 			t.Fatal(err)

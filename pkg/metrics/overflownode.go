@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package metrics
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// sluice-overflow-node's metrics (subsystem overflow_node), served on its
+// own /metrics.
+const overflowNode = "overflow_node"
+
+var (
+	// RemoteWorkloads is the remote workloads by provider and state
+	// (pending, running, ready, succeeded, failed) at the last reconcile.
+	RemoteWorkloads = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "remote_workloads",
+		Help:           "Remote workloads by provider and state at the last reconcile.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"provider", "state"})
+	// ProviderHealthy is 1 while a provider is healthy.
+	ProviderHealthy = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "provider_healthy",
+		Help:           "1 while the provider answers and takes workloads, else 0.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"provider"})
+	// ReconcileDuration is one reconcile of every provider.
+	ReconcileDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "reconcile_duration_seconds",
+		Help:           "Time to list every provider and translate every remote workload's state.",
+		Buckets:        metrics.ExponentialBuckets(0.001, 2, 16),
+		StabilityLevel: metrics.ALPHA,
+	})
+	// GarbageCollected counts remote workloads deleted because their pod
+	// is gone or finished.
+	GarbageCollected = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "garbage_collected_total",
+		Help:           "Remote workloads deleted because their pod is gone or finished.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"provider"})
+	// DispatchFailures counts pods a provider could not take, by reason
+	// (no_room, unhealthy, unsupported, error).
+	DispatchFailures = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "dispatch_failures_total",
+		Help:           "Pods a provider could not take, by provider and reason.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"provider", "reason"})
+	// PodsFailed counts home pods marked Failed, by reason.
+	PodsFailed = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "pods_failed_total",
+		Help:           "Pods marked Failed so their controllers replace them, by reason.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+)
+
+var registerOverflowNodeOnce sync.Once
+
+// RegisterOverflowNode registers sluice-overflow-node's metrics.
+func RegisterOverflowNode() {
+	registerOverflowNodeOnce.Do(func() {
+		legacyregistry.MustRegister(RemoteWorkloads, ProviderHealthy, ReconcileDuration, GarbageCollected, DispatchFailures, PodsFailed)
+	})
+}
