@@ -30,7 +30,8 @@ func (r placementRanks) Clone() fwk.StateData { return r }
 // that holds the whole gang (and the best domain of each higher level as a
 // fallback), each as a placement made of the nodes of the sub-domains the
 // gang would use. The framework simulates the gang in each and
-// ScorePlacement ranks the ones where it fits.
+// ScorePlacement ranks the ones where it fits. The first attempt
+// offers only the lowest level's candidates (see below).
 //
 // A PodGroup that is not a gang, or has no pods to place, gets the parent
 // placement back unchanged.
@@ -62,7 +63,15 @@ func (pl *FabricTopology) GeneratePlacements(ctx context.Context, state fwk.PodG
 	}
 	plan.minPods = int(pg.Spec.SchedulingPolicy.Gang.MinCount) - len(plan.pinned)
 	d := pl.decide(tree, parent.Nodes, plan)
-	pl.progress.attempt(key, d, len(pods)+len(plan.pinned))
+	if pl.progress.attempt(key, d, len(pods)+len(plan.pinned)) == 1 {
+		// Each placement costs a simulated scheduling of the gang, and the
+		// higher levels' fallbacks cost the most (a spine, the cluster).
+		// The capacity model is conservative, so the lowest level's
+		// candidates nearly always fit: the first attempt offers only
+		// them; a gang that fails there (a constraint the model does not
+		// see) gets the whole ladder on its next attempt.
+		d.candidates = lowestLevel(d.candidates)
+	}
 	byIndex := indexNodes(tree, parent.Nodes)
 	if len(d.candidates) == 0 {
 		logger.V(4).Info("No fabric domain holds the gang", "podGroup", klog.KObj(pg), "why", d.explanation)
@@ -89,6 +98,16 @@ func (pl *FabricTopology) GeneratePlacements(ctx context.Context, state fwk.PodG
 	state.Write(placementRanksKey, ranks)
 	logger.V(4).Info("Fabric placements for gang", "podGroup", klog.KObj(pg), "pods", d.pods, "best", d.candidates[0].Domain.Name, "placements", len(result.Placements))
 	return result, nil
+}
+
+// lowestLevel keeps the candidates of the lowest level.
+func lowestLevel(cands []fabric.Placement) []fabric.Placement {
+	for i, c := range cands {
+		if c.Domain.Level != cands[0].Domain.Level {
+			return cands[:i]
+		}
+	}
+	return cands
 }
 
 // ScorePlacement ranks a feasible placement by the order GeneratePlacements

@@ -39,12 +39,15 @@ type gangProgress struct {
 	// first attempt.
 	lowerBound int
 	bound      map[types.UID]string
+	// attempts counts placement attempts.
+	attempts int
 }
 
 func newProgress() *progress { return &progress{gangs: map[gang.Key]*gangProgress{}} }
 
-// attempt records a placement attempt.
-func (p *progress) attempt(key gang.Key, d decision, size int) {
+// attempt records a placement attempt and returns its number (1 for the
+// first).
+func (p *progress) attempt(key gang.Key, d decision, size int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g, ok := p.gangs[key]
@@ -55,6 +58,8 @@ func (p *progress) attempt(key gang.Key, d decision, size int) {
 		metrics.GangsWaiting.WithLabelValues(string(key.API)).Inc()
 	}
 	g.size = size
+	g.attempts++
+	return g.attempts
 }
 
 // boundMember records a bound member and returns the gang's progress when

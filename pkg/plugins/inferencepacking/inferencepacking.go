@@ -11,6 +11,7 @@ package inferencepacking
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,6 +45,18 @@ type InferencePacking struct {
 	classes *overflow.Classes
 	tracker *fabric.Tracker
 	gpu     v1.ResourceName
+
+	// marks remembers, per node, whether it runs production as of a
+	// NodeInfo generation, so PreScore rescans only the pods of nodes that
+	// changed since the last cycle (one or two), not every pod.
+	mu    sync.Mutex
+	marks map[string]mark
+}
+
+// mark is whether a node ran production at a NodeInfo generation.
+type mark struct {
+	generation int64
+	production bool
 }
 
 var (
@@ -90,8 +103,9 @@ const preScoreStateKey fwk.StateKey = "PreScore" + Name
 
 // preScoreState says where production runs in this cycle.
 type preScoreState struct {
-	tree       *fabric.Tree
-	prodNodes  map[string]bool
+	tree *fabric.Tree
+	// prodNodes is indexed by the tree's node index.
+	prodNodes  []bool
 	prodLeaves map[*fabric.Domain]bool
 	gpus       int64
 }
@@ -100,7 +114,7 @@ type preScoreState struct {
 func (s *preScoreState) Clone() fwk.StateData { return s }
 
 // PreScore finds the nodes and leaves that run production: one pass over
-// the snapshot per pod, not per node.
+// the nodes per pod, rescanning the pods only of nodes that changed.
 func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	tree, err := pl.tracker.Tree()
 	if err != nil {
@@ -110,26 +124,44 @@ func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, po
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	s := &preScoreState{tree: tree, prodNodes: map[string]bool{}, prodLeaves: map[*fabric.Domain]bool{},
+	s := &preScoreState{tree: tree, prodNodes: make([]bool, tree.NumNodes()), prodLeaves: map[*fabric.Domain]bool{},
 		gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]}
 	leaf := min(1, tree.RootLevel())
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.marks == nil || len(pl.marks) > len(all) {
+		// First cycle, or nodes were removed: start over.
+		pl.marks = make(map[string]mark, len(all))
+	}
 	for _, ni := range all {
 		n := ni.Node()
 		if n == nil || pl.classes.IsOverflowNode(n) {
 			continue
 		}
-		for _, p := range ni.GetPods() {
-			if pl.classes.IsProduction(p.GetPod()) {
-				s.prodNodes[n.Name] = true
-				if i, ok := tree.NodeIndex(n.Name); ok {
-					s.prodLeaves[tree.Ancestor(i, leaf)] = true
-				}
-				break
-			}
+		m, ok := pl.marks[n.Name]
+		if !ok || m.generation != ni.GetGeneration() {
+			m = mark{generation: ni.GetGeneration(), production: pl.runsProduction(ni)}
+			pl.marks[n.Name] = m
+		}
+		if !m.production {
+			continue
+		}
+		if i, ok := tree.NodeIndex(n.Name); ok {
+			s.prodNodes[i] = true
+			s.prodLeaves[tree.Ancestor(i, leaf)] = true
 		}
 	}
 	state.Write(preScoreStateKey, s)
 	return nil
+}
+
+func (pl *InferencePacking) runsProduction(ni fwk.NodeInfo) bool {
+	for _, p := range ni.GetPods() {
+		if pl.classes.IsProduction(p.GetPod()) {
+			return true
+		}
+	}
+	return false
 }
 
 // Score ranks nodes for production:
@@ -157,11 +189,13 @@ func (pl *InferencePacking) Score(_ context.Context, state fwk.CycleState, _ *v1
 		return 0, nil
 	}
 	score := int64(physicalFloor)
-	if s.prodNodes[node.Name] {
-		score += nodeTerm
-	}
-	if i, ok := s.tree.NodeIndex(node.Name); ok && s.prodLeaves[s.tree.Ancestor(i, min(1, s.tree.RootLevel()))] {
-		score += leafTerm
+	if i, ok := s.tree.NodeIndex(node.Name); ok {
+		if s.prodNodes[i] {
+			score += nodeTerm
+		}
+		if s.prodLeaves[s.tree.Ancestor(i, min(1, s.tree.RootLevel()))] {
+			score += leafTerm
+		}
 	}
 	if total := nodeInfo.GetAllocatable().GetScalarResources()[pl.gpu]; total > 0 {
 		used := nodeInfo.GetRequested().GetScalarResources()[pl.gpu] + s.gpus

@@ -60,6 +60,7 @@ type OverflowPreemption struct {
 	podGroups *gang.PodGroups
 	members   *gang.Members
 	claims    *claims
+	waiting   *waiting
 }
 
 var (
@@ -115,6 +116,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		podGroups: podGroups,
 		members:   gang.NewMembers(informers.Core().V1().Pods().Informer()),
 		claims:    newClaims(w, time.Duration(args.WaveTimeoutSeconds)*time.Second),
+	}
+	if pl.waiting, err = newWaiting(ctx, h, classes); err != nil {
+		return nil, err
 	}
 	go pl.claims.run(ctx, 250*time.Millisecond)
 	if args.Return.Enabled {

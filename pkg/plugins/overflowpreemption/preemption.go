@@ -300,6 +300,9 @@ func groupNominations(pods []*v1.Pod, c *claim) *fwk.PodGroupPostFilterResult {
 // noClaim tells the pods why no production is moved for them. (A gang's
 // FailedScheduling event carries the group's failure, not this.)
 func (pl *OverflowPreemption) noClaim(pods []*v1.Pod, why string) {
+	if pl.waiting != nil {
+		pl.waiting.add(pods)
+	}
 	rec := pl.handle.EventRecorder()
 	if rec == nil {
 		return

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package inferencepacking
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/sluice-sched/sluice/pkg/fabric"
+	"github.com/sluice-sched/sluice/pkg/overflow"
+)
+
+// handle serves only the snapshot, all Score needs.
+type handle struct {
+	fwk.Handle
+	snapshot *cache.Snapshot
+}
+
+func (h handle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
+
+func node(name, leaf string) *v1.Node {
+	return st.MakeNode().Name(name).Label("leaf", leaf).Capacity(map[v1.ResourceName]string{"cpu": "64", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}).Obj()
+}
+
+func pod(name, node, class string, gpus string) *v1.Pod {
+	p := st.MakePod().Name(name).Namespace("ns").UID(name).Node(node).Req(map[v1.ResourceName]string{"nvidia.com/gpu": gpus}).Obj()
+	p.Spec.PriorityClassName = class
+	return p
+}
+
+// TestScoreWorkedExample is the worked example of Score's doc comment: a
+// 1-GPU production pod, 8-GPU nodes.
+func TestScoreWorkedExample(t *testing.T) {
+	overflowNode := st.MakeNode().Name("vk").Label("type", "virtual-kubelet").Capacity(map[v1.ResourceName]string{"pods": "5000", "nvidia.com/gpu": "64"}).Obj()
+	nodes := []*v1.Node{node("a1", "leaf-a"), node("a2", "leaf-a"), node("b1", "leaf-b"), node("b2", "leaf-b"), overflowNode}
+	running := []*v1.Pod{
+		pod("serve-0", "a1", "production", "4"),
+		// Research on b2 does not make leaf-b a production leaf.
+		pod("train-0", "b2", "research", "8"),
+	}
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	nodeInformer := factory.Core().V1().Nodes().Informer()
+	for _, n := range nodes {
+		if err := nodeInformer.GetStore().Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	source, err := fabric.NewLabelSource([]string{"leaf"}, []string{"leaf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracker, err := fabric.NewTracker(source, nodeInformer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes, err := overflow.NewClasses([]string{"research"}, []string{"production"}, "type=virtual-kubelet", "virtual-kubelet.io/provider")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot := cache.NewSnapshot(running, nodes)
+	pl := &InferencePacking{handle: handle{snapshot: snapshot}, classes: classes, tracker: tracker, gpu: "nvidia.com/gpu"}
+
+	incoming := pod("serve-1", "", "production", "1")
+	state := framework.NewCycleState()
+	ctx := context.Background()
+	infos, err := snapshot.NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := pl.PreScore(ctx, state, incoming, infos); !s.IsSuccess() {
+		t.Fatalf("PreScore: %v", s)
+	}
+	got := map[string]int64{}
+	for _, ni := range infos {
+		score, s := pl.Score(ctx, state, incoming, ni)
+		if !s.IsSuccess() {
+			t.Fatalf("Score %s: %v", ni.Node().Name, s)
+		}
+		got[ni.Node().Name] = score
+	}
+	want := map[string]int64{
+		"a1": 40 + 30 + 20 + 10*5/8, // runs production, leaf runs production, 5 of 8 GPUs after the pod: 96
+		"a2": 40 + 20 + 10*1/8,      // empty node in a production leaf: 61
+		"b1": 40 + 10*1/8,           // empty node in a leaf without production: 41
+		"b2": 40 + 10*8/8,           // full with research (the filter rejects it; the score caps at 8 of 8): 50
+		"vk": 0,                     // overflow node: last
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("scores (-want,+got):\n%s", diff)
+	}
+
+	// A second cycle after a1's production left rescans only a1.
+	snapshot2 := cache.NewSnapshot(running[1:], nodes)
+	pl.handle = handle{snapshot: snapshot2}
+	infos2, _ := snapshot2.NodeInfos().List()
+	state2 := framework.NewCycleState()
+	if s := pl.PreScore(ctx, state2, incoming, infos2); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	for _, ni := range infos2 {
+		if ni.Node().Name != "a1" {
+			continue
+		}
+		if score, _ := pl.Score(ctx, state2, incoming, ni); score != 40+10*1/8 {
+			t.Errorf("a1 without production scores %d, want 41", score)
+		}
+	}
+}
