@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package demo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// budgets are the PDBs' maxUnavailable, cycled over the Deployments.
+var budgets = []intstr.IntOrString{intstr.FromString("25%"), intstr.FromInt32(2), intstr.FromString("10%"), intstr.FromInt32(4)}
+
+// result is what the story measured, for the report.
+type result struct {
+	deployments    []deploymentResult
+	gangPods       int
+	gangGPUs       int
+	claimSeconds   float64
+	gangNodes      []string
+	gangLeaves     []string
+	leafLowerBound int
+	returnSeconds  float64
+	onOverflowEnd  int
+	drained        string
+	drainedPods    int
+	steps          []stepResult
+}
+
+type deploymentResult struct {
+	name           string
+	replicas       int
+	maxUnavailable string
+	allowed        int
+	worst          int
+}
+
+type stepResult struct {
+	name    string
+	started time.Duration
+	took    time.Duration
+}
+
+// story plays the six steps.
+func (d *demo) story(ctx context.Context) error {
+	o := d.opts
+	total := len(d.cluster.nodes) * o.GPUsPerNode
+	perDeployment := total / o.Deployments
+
+	// 1. Production fills the cluster.
+	if err := d.step(ctx, "production inference fills the cluster", func() error {
+		for i := range o.Deployments {
+			name := fmt.Sprintf("llm-%c", 'a'+i)
+			budget := budgets[i%len(budgets)]
+			if err := d.createDeployment(ctx, name, perDeployment, budget); err != nil {
+				return err
+			}
+			allowed, _ := intstr.GetScaledValueFromIntOrPercent(&budget, perDeployment, true)
+			d.result.deployments = append(d.result.deployments, deploymentResult{name: name, replicas: perDeployment, maxUnavailable: budget.String(), allowed: allowed})
+		}
+		d.say("%d inference Deployments x %d replicas x 1 GPU, each with a PodDisruptionBudget (maxUnavailable %s)", o.Deployments, perDeployment, budgetList(o.Deployments))
+		err := d.wait(ctx, "every production replica Ready on a physical GPU", func(s sample) bool {
+			return s.production == total && s.productionReady == total
+		})
+		for _, dep := range d.result.deployments {
+			d.obs.track(dep.name, dep.replicas)
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+
+	// 2. A research gang claims the cluster.
+	gangGPUs := o.GangPods * o.GPUsPerNode
+	d.result.gangPods, d.result.gangGPUs = o.GangPods, gangGPUs
+	claimStart := time.Now()
+	if err := d.step(ctx, fmt.Sprintf("a %d-GPU research gang claims the cluster", gangGPUs), func() error {
+		return d.createGang(ctx, "pretrain", o.GangPods, o.GPUsPerNode)
+	}); err != nil {
+		return err
+	}
+
+	// 3. Production overflows in PDB-safe waves; the gang runs.
+	if err := d.step(ctx, "production moves to the overflow node in PodDisruptionBudget-safe waves", func() error {
+		last := -1
+		return d.wait(ctx, "the gang running and every production replica Ready again", func(s sample) bool {
+			if s.overflowReady/16 != last/16 {
+				last = s.overflowReady
+				d.say("overflow node: %d production pods Ready on the remote cluster; gang pods running %d/%d", s.overflowReady, s.researchRunning, o.GangPods)
+			}
+			return s.researchRunning == o.GangPods && s.productionReady == s.productionPods && s.productionPods == total
+		})
+	}); err != nil {
+		return err
+	}
+	d.result.claimSeconds = time.Since(claimStart).Seconds()
+
+	// 4. The gang runs inside the fewest leaves.
+	if err := d.step(ctx, "the gang runs inside the fewest leaves", func() error {
+		nodes, leaves, err := d.gangPlacement(ctx, "pretrain")
+		if err != nil {
+			return err
+		}
+		d.result.gangNodes, d.result.gangLeaves = nodes, leaves
+		d.result.leafLowerBound = (o.GangPods + o.NodesPerLeaf - 1) / o.NodesPerLeaf
+		d.say("research claim done in %.1fs: the gang runs on %d nodes in %d leaves (%s); no placement could use fewer than %d",
+			d.result.claimSeconds, len(nodes), len(leaves), strings.Join(leaves, ", "), d.result.leafLowerBound)
+		for _, dep := range d.result.deployments {
+			d.say("  %s: at most %d of %d replicas unavailable during the move (PDB allows %d)", dep.name, d.worst(dep.name), dep.replicas, dep.allowed)
+		}
+		if o.Slurm != nil {
+			if err := d.drain(ctx); err != nil {
+				return err
+			}
+		}
+		d.say("training for %s", o.Hold)
+		select {
+		case <-time.After(o.Hold):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}); err != nil {
+		return err
+	}
+
+	// 5. The gang ends.
+	if err := d.step(ctx, "the gang ends", func() error {
+		if err := d.deleteGang(ctx, "pretrain"); err != nil {
+			return err
+		}
+		return d.wait(ctx, "the gang's pods gone", func(s sample) bool { return s.researchPods == 0 })
+	}); err != nil {
+		return err
+	}
+
+	// 6. Production returns.
+	returnStart := time.Now()
+	expectPhysical := total
+	if d.result.drained != "" {
+		expectPhysical -= o.GPUsPerNode
+	}
+	if err := d.step(ctx, "production returns to the physical GPUs", func() error {
+		d.say("the return controller moves production back once GPUs have been free for %s, one PDB-safe wave at a time", o.ReturnHysteresis)
+		last := -1
+		return d.wait(ctx, fmt.Sprintf("%d production replicas Ready on physical GPUs", expectPhysical), func(s sample) bool {
+			if s.production/32 != last/32 {
+				last = s.production
+				d.say("back on physical GPUs: %d of %d", s.production, expectPhysical)
+			}
+			return s.production == expectPhysical && s.productionReady == total && s.overflowPods == total-expectPhysical
+		})
+	}); err != nil {
+		return err
+	}
+	d.result.returnSeconds = time.Since(returnStart).Seconds()
+	final := d.obs.take()
+	d.result.onOverflowEnd = final.overflowPods
+	if d.result.drained != "" {
+		for _, n := range d.cluster.nodes {
+			if n.slurm == d.result.drained {
+				for _, g := range final.gpus[n.name] {
+					if g != free {
+						d.result.drainedPods++
+					}
+				}
+				d.say("Slurm-drained %s (%s) got %d GPUs of production: pods avoided it", n.name, n.slurm, d.result.drainedPods)
+				if d.result.drainedPods > 0 {
+					return fmt.Errorf("production was placed on %s although Slurm drained %s", n.name, n.slurm)
+				}
+			}
+		}
+		if err := d.resume(); err != nil {
+			return err
+		}
+	}
+	for _, dep := range d.result.deployments {
+		if w := d.worst(dep.name); w > dep.allowed {
+			return fmt.Errorf("%s had %d replicas unavailable, its PDB allows %d", dep.name, w, dep.allowed)
+		}
+	}
+	return nil
+}
+
+func budgetList(n int) string {
+	var parts []string
+	for i := range min(n, len(budgets)) {
+		parts = append(parts, budgets[i].String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (d *demo) worst(app string) int {
+	d.obs.mu.Lock()
+	defer d.obs.mu.Unlock()
+	return d.obs.worstUnavailable[app]
+}
+
+// createDeployment creates a production inference Deployment with a PDB.
+func (d *demo) createDeployment(ctx context.Context, name string, replicas int, budget intstr.IntOrString) error {
+	gpu := v1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"), v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("32Gi")}
+	lbls := map[string]string{"app": name}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(replicas)),
+			Selector: &metav1.LabelSelector{MatchLabels: lbls},
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: lbls},
+				Spec: v1.PodSpec{
+					SchedulerName:                 "sluice-production",
+					PriorityClassName:             "production",
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+					Tolerations:                   []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}},
+					Containers: []v1.Container{{
+						Name: "server", Image: "vllm/vllm-openai:v0.11.0",
+						Args:      []string{"--model", "meta-llama/Llama-3.1-8B-Instruct"},
+						Resources: v1.ResourceRequirements{Requests: gpu, Limits: v1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}},
+					}},
+				},
+			},
+		},
+	}
+	if _, err := d.cluster.client.AppsV1().Deployments(namespace).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &budget, Selector: &metav1.LabelSelector{MatchLabels: lbls}},
+	}
+	_, err := d.cluster.client.PolicyV1().PodDisruptionBudgets(namespace).Create(ctx, pdb, metav1.CreateOptions{})
+	return err
+}
+
+// createGang creates a native PodGroup and its pods.
+func (d *demo) createGang(ctx context.Context, name string, pods, gpus int) error {
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: map[string]string{"sluice.dev/fabric-level": "any", "sluice.dev/fabric-mode": "preferred"}},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			PriorityClassName: "research",
+			SchedulingPolicy:  schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(pods)}},
+		},
+	}
+	if _, err := d.cluster.client.SchedulingV1beta1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating PodGroup %s: %w", name, err)
+	}
+	q := *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+	for i := range pods {
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("%s-%d", name, i), Labels: map[string]string{"gang": name}},
+			Spec: v1.PodSpec{
+				SchedulerName: "sluice-research", PriorityClassName: "research",
+				TerminationGracePeriodSeconds: ptr.To[int64](0),
+				SchedulingGroup:               &v1.PodSchedulingGroup{PodGroupName: ptr.To(name)},
+				Containers: []v1.Container{{
+					Name: "trainer", Image: "nvcr.io/nvidia/pytorch:25.01-py3",
+					Resources: v1.ResourceRequirements{Requests: v1.ResourceList{"nvidia.com/gpu": q}, Limits: v1.ResourceList{"nvidia.com/gpu": q}},
+				}},
+			},
+		}
+		if _, err := d.cluster.client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	d.say("PodGroup %s: %d pods x %d GPUs, all or nothing, scheduled by sluice-research", name, pods, gpus)
+	return nil
+}
+
+func (d *demo) deleteGang(ctx context.Context, name string) error {
+	err := d.cluster.client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
+		metav1.ListOptions{LabelSelector: "gang=" + name})
+	if err != nil {
+		return err
+	}
+	return d.cluster.client.SchedulingV1beta1().PodGroups(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// gangPlacement returns the gang's nodes and their leaves.
+func (d *demo) gangPlacement(ctx context.Context, name string) ([]string, []string, error) {
+	pods, err := d.cluster.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "gang=" + name})
+	if err != nil {
+		return nil, nil, err
+	}
+	leafOf := map[string]string{}
+	for _, n := range d.cluster.nodes {
+		leafOf[n.name] = n.leaf
+	}
+	var nodes []string
+	leaves := map[string]bool{}
+	for _, p := range pods.Items {
+		nodes = append(nodes, p.Spec.NodeName)
+		leaves[leafOf[p.Spec.NodeName]] = true
+	}
+	sort.Strings(nodes)
+	var ls []string
+	for l := range leaves {
+		ls = append(ls, l)
+	}
+	sort.Strings(ls)
+	return nodes, ls, nil
+}
+
+// drain drains a Slurm node with scontrol, as Slurm's health check would.
+func (d *demo) drain(ctx context.Context) error {
+	var mapped []nodeInfo
+	for _, n := range d.cluster.nodes {
+		if n.slurm != "" {
+			mapped = append(mapped, n)
+		}
+	}
+	if len(mapped) == 0 {
+		return fmt.Errorf("no node maps to a Slurm node")
+	}
+	target := mapped[min(2, len(mapped)-1)].slurm
+	d.say("Slurm drains %s (scontrol update state=drain reason=\"demo: GPU XID 79\"): nothing new may land on its Kubernetes node", target)
+	out, err := exec.CommandContext(ctx, "scontrol", "update", "nodename="+target, "state=drain", "reason=demo: GPU XID 79").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("scontrol update nodename=%s state=drain: %v: %s", target, err, out)
+	}
+	d.result.drained = target
+	return nil
+}
+
+// resume undoes the drain, so the Slurm cluster is left as found.
+func (d *demo) resume() error {
+	out, err := exec.Command("scontrol", "update", "nodename="+d.result.drained, "state=resume").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("scontrol update nodename=%s state=resume: %v: %s", d.result.drained, err, out)
+	}
+	d.say("Slurm resumes %s", d.result.drained)
+	return nil
+}
+
+// scontrolAvailable reports whether scontrol can reach Slurm.
+func scontrolAvailable() error {
+	if os.Getenv("SLURM_CONF") == "" {
+		return fmt.Errorf("SLURM_CONF is not set: source the env file hack/slurm-up.sh prints")
+	}
+	if out, err := exec.Command("scontrol", "ping").CombinedOutput(); err != nil {
+		return fmt.Errorf("scontrol ping: %v: %s", err, out)
+	}
+	return nil
+}
