@@ -95,7 +95,7 @@ func Run(ctx context.Context, o *Options) (err error) {
 	d.cluster = c
 	defer c.down()
 	d.view.nodes = c.nodes
-	if d.obs, err = newObserver(ctx, c, o); err != nil {
+	if d.obs, err = newObserver(ctx, c, o, d.start); err != nil {
 		return err
 	}
 	loopCtx, stopLoop := context.WithCancel(ctx)

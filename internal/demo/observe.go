@@ -53,7 +53,7 @@ type observer struct {
 	desired          map[string]int
 }
 
-func newObserver(ctx context.Context, c *cluster, o *Options) (*observer, error) {
+func newObserver(ctx context.Context, c *cluster, o *Options, start time.Time) (*observer, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(namespace))
 	pods := factory.Core().V1().Pods()
 	inf := pods.Informer()
@@ -61,7 +61,7 @@ func newObserver(ctx context.Context, c *cluster, o *Options) (*observer, error)
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return nil, ctx.Err()
 	}
-	return &observer{start: time.Now(), pods: pods.Lister(), nodes: c.nodes, gpus: o.GPUsPerNode,
+	return &observer{start: start, pods: pods.Lister(), nodes: c.nodes, gpus: o.GPUsPerNode,
 		worstUnavailable: map[string]int{}, desired: map[string]int{}}, nil
 }
 

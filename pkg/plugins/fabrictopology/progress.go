@@ -56,6 +56,10 @@ func (p *progress) attempt(key gang.Key, d decision, size int) int {
 		g = &gangProgress{start: time.Now(), lowerBound: lb, bound: map[types.UID]string{}}
 		p.gangs[key] = g
 		metrics.GangsWaiting.WithLabelValues(string(key.API)).Inc()
+	} else if g.lowerBound == 0 {
+		// The gang fitted nowhere at first (e.g. until a claim freed
+		// room): the bound is the first one that exists.
+		g.lowerBound, _ = d.overlay.LowerBound(size, min(leafLevel, d.tree.RootLevel()))
 	}
 	g.size = size
 	g.attempts++

@@ -58,6 +58,9 @@ type Gang struct {
 	backoff map[gang.Key]time.Time
 }
 
+// Gang is not a fwk.SignPlugin and needs not be: the framework signs pods
+// only with PreFilter, Filter, PreScore and Score plugins, and Gang has none
+// of those, so it does not turn off opportunistic batching.
 var (
 	_ fwk.PreEnqueuePlugin  = &Gang{}
 	_ fwk.PostFilterPlugin  = &Gang{}

@@ -63,6 +63,10 @@ type OverflowPreemption struct {
 	waiting   *waiting
 }
 
+// OverflowPreemption is not a fwk.SignPlugin and needs not be: the
+// framework signs pods only with PreFilter, Filter, PreScore and Score
+// plugins, and this one has none of those, so it does not turn off
+// opportunistic batching.
 var (
 	_ fwk.PostFilterPlugin         = &OverflowPreemption{}
 	_ fwk.PodGroupPostFilterPlugin = &OverflowPreemption{}
@@ -116,6 +120,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		podGroups: podGroups,
 		members:   gang.NewMembers(informers.Core().V1().Pods().Informer()),
 		claims:    newClaims(w, time.Duration(args.WaveTimeoutSeconds)*time.Second),
+	}
+	pl.claims.activate = func(ctx context.Context, pods []*v1.Pod) {
+		byName := make(map[string]*v1.Pod, len(pods))
+		for _, p := range pods {
+			byName[p.Namespace+"/"+p.Name] = p
+		}
+		h.Activate(klog.FromContext(ctx), byName)
 	}
 	if pl.waiting, err = newWaiting(ctx, h, classes); err != nil {
 		return nil, err

@@ -175,6 +175,9 @@ type claim struct {
 type claims struct {
 	waves   *waves
 	timeout time.Duration
+	// activate puts pods back in the active queue (the framework's
+	// Activate); nil in tests.
+	activate func(ctx context.Context, pods []*v1.Pod)
 
 	mu     sync.Mutex
 	byKey  map[string]*claim
@@ -287,6 +290,12 @@ func (cs *claims) step(ctx context.Context) {
 				continue
 			}
 			c.wave, c.progressAt = nil, time.Now()
+			if len(c.pending) == 0 && cs.activate != nil {
+				// The room is free: retry the claimants now rather than
+				// when some unrelated event or the periodic flush of
+				// unschedulable pods requeues them.
+				cs.activate(ctx, c.claimants)
+			}
 		}
 		if len(c.pending) == 0 {
 			// Evictions done; the claim stays (keeping its nominations)
