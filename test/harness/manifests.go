@@ -112,4 +112,3 @@ func waitEstablished(t testing.TB, dyn dynamic.Interface, name string) {
 		return false, nil
 	}, func() string { return "CRD " + name + " not established" })
 }
-

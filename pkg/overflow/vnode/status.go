@@ -170,11 +170,11 @@ func (n *Node) NodeObject() *v1.Node {
 	node := &v1.Node{}
 	node.Name = n.cfg.NodeName
 	node.Labels = map[string]string{
-		LabelType:                  TypeValue,
-		v1.LabelHostname:           n.cfg.NodeName,
-		v1.LabelOSStable:           "linux",
-		v1.LabelArchStable:         runtime.GOARCH,
-		"kubernetes.io/role":       "agent",
+		LabelType:                    TypeValue,
+		v1.LabelHostname:             n.cfg.NodeName,
+		v1.LabelOSStable:             "linux",
+		v1.LabelArchStable:           runtime.GOARCH,
+		"kubernetes.io/role":         "agent",
 		v1.LabelNodeExcludeBalancers: "true",
 	}
 	for k, v := range n.cfg.Labels {

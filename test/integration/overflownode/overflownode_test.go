@@ -582,5 +582,7 @@ func TestProviderDown(t *testing.T) {
 			}
 		}
 		return n == 8 && len(srv.IDs()) == 8, nil
-	}, func() string { return fmt.Sprintf("8 replicas Ready on the overflow node via the HTTP provider (provider has %d)", len(srv.IDs())) })
+	}, func() string {
+		return fmt.Sprintf("8 replicas Ready on the overflow node via the HTTP provider (provider has %d)", len(srv.IDs()))
+	})
 }
