@@ -93,9 +93,22 @@ func (o *Overlay) Place(req Request) (Placement, bool) {
 // Candidates returns, for every level from the lowest that holds the gang up
 // to req.MaxLevel, up to perLevel placements at that level, best first.
 func (o *Overlay) Candidates(req Request, perLevel int) []Placement {
+	return o.candidates(req, perLevel, false)
+}
+
+// LowestCandidates is Candidates of the lowest level that has any: what a
+// gang's first placement attempt offers.
+func (o *Overlay) LowestCandidates(req Request, perLevel int) []Placement {
+	return o.candidates(req, perLevel, true)
+}
+
+func (o *Overlay) candidates(req Request, perLevel int, lowestOnly bool) []Placement {
 	var out []Placement
 	for level := o.lowestLevel(req.Pinned); level <= req.MaxLevel && level <= o.tree.RootLevel(); level++ {
 		out = append(out, o.bestAtLevel(req, level, perLevel)...)
+		if lowestOnly && len(out) > 0 {
+			break
+		}
 	}
 	return out
 }
@@ -135,34 +148,50 @@ func (o *Overlay) bestAtLevel(req Request, level, limit int) []Placement {
 	} else {
 		domains = o.tree.Domains(level)
 	}
-	var cands []candidate
+	// Keep the `limit` best in one pass; the fewest-parts tie-breaker (a
+	// sort of the children) is computed only for domains whose leftover
+	// could still make the cut.
+	best := make([]candidate, 0, limit+1)
 	for _, d := range domains {
 		free := o.Free(d)
 		if free < req.Pods || req.Excluded[d] {
 			continue
 		}
-		cands = append(cands, candidate{domain: d, parts: o.minParts(d, req.Pods), leftover: free - req.Pods})
-	}
-	sort.Slice(cands, func(i, j int) bool {
-		a, b := cands[i], cands[j]
-		if a.leftover != b.leftover {
-			return a.leftover < b.leftover
+		c := candidate{domain: d, leftover: free - req.Pods}
+		if len(best) == limit && c.leftover > best[limit-1].leftover {
+			continue
 		}
-		if a.parts != b.parts {
-			return a.parts < b.parts
+		c.parts = o.minParts(d, req.Pods)
+		i := sort.Search(len(best), func(i int) bool { return c.less(best[i]) })
+		if i >= limit {
+			continue
 		}
-		return a.domain.Name < b.domain.Name
-	})
-	if len(cands) > limit {
-		cands = cands[:limit]
+		best = append(best, candidate{})
+		copy(best[i+1:], best[i:])
+		best[i] = c
+		if len(best) > limit {
+			best = best[:limit]
+		}
 	}
-	out := make([]Placement, 0, len(cands))
-	for _, c := range cands {
+	out := make([]Placement, 0, len(best))
+	for _, c := range best {
 		p := Placement{Domain: c.domain, Nodes: map[int]int{}, Leftover: c.leftover}
 		p.Parts = o.fill(c.domain, req.Pods, p.Nodes)
 		out = append(out, p)
 	}
 	return out
+}
+
+// less orders candidates: least leftover (best fit), then fewest parts,
+// then name.
+func (c candidate) less(o candidate) bool {
+	if c.leftover != o.leftover {
+		return c.leftover < o.leftover
+	}
+	if c.parts != o.parts {
+		return c.parts < o.parts
+	}
+	return c.domain.Name < o.domain.Name
 }
 
 // minParts is the fewest children of d that together hold pods.

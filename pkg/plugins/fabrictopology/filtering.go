@@ -67,7 +67,8 @@ func (pl *FabricTopology) PreFilter(ctx context.Context, state fwk.CycleState, p
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	d := pl.decide(tree, nodes, plan)
+	// Only the best candidate is used: the lowest level is enough.
+	d := pl.decide(tree, nodes, plan, true)
 	pl.progress.attempt(key, d, len(members))
 	if len(d.candidates) == 0 {
 		klog.FromContext(ctx).V(4).Info("No fabric domain holds the gang", "pod", klog.KObj(pod), "gang", key, "why", d.explanation)

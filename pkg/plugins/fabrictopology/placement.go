@@ -31,7 +31,7 @@ func (r placementRanks) Clone() fwk.StateData { return r }
 // fallback), each as a placement made of the nodes of the sub-domains the
 // gang would use. The framework simulates the gang in each and
 // ScorePlacement ranks the ones where it fits. The first attempt
-// offers only the lowest level's candidates (see below).
+// offers only the lowest level's candidates.
 //
 // A PodGroup that is not a gang, or has no pods to place, gets the parent
 // placement back unchanged.
@@ -62,16 +62,14 @@ func (pl *FabricTopology) GeneratePlacements(ctx context.Context, state fwk.PodG
 		}
 	}
 	plan.minPods = int(pg.Spec.SchedulingPolicy.Gang.MinCount) - len(plan.pinned)
-	d := pl.decide(tree, parent.Nodes, plan)
-	if pl.progress.attempt(key, d, len(pods)+len(plan.pinned)) == 1 {
-		// Each placement costs a simulated scheduling of the gang, and the
-		// higher levels' fallbacks cost the most (a spine, the cluster).
-		// The capacity model is conservative, so the lowest level's
-		// candidates nearly always fit: the first attempt offers only
-		// them; a gang that fails there (a constraint the model does not
-		// see) gets the whole ladder on its next attempt.
-		d.candidates = lowestLevel(d.candidates)
-	}
+	// Each placement costs a simulated scheduling of the gang, and the
+	// higher levels' fallbacks cost the most (a spine, the cluster). The
+	// capacity model is conservative, so the lowest level's candidates
+	// nearly always fit: a gang's first attempt offers (and searches) only
+	// them; a gang that fails there (a constraint the model does not see)
+	// gets the whole ladder on its next attempt.
+	d := pl.decide(tree, parent.Nodes, plan, pl.progress.attempts(key) == 0)
+	pl.progress.attempt(key, d, len(pods)+len(plan.pinned))
 	byIndex := indexNodes(tree, parent.Nodes)
 	if len(d.candidates) == 0 {
 		logger.V(4).Info("No fabric domain holds the gang", "podGroup", klog.KObj(pg), "why", d.explanation)

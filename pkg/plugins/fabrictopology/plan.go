@@ -48,8 +48,10 @@ type decision struct {
 	fallback *fabric.Domain
 }
 
-// decide plans a gang over nodes.
-func (pl *FabricTopology) decide(tree *fabric.Tree, nodes []fwk.NodeInfo, p gangPlan) decision {
+// decide plans a gang over nodes. With lowestOnly it offers only the
+// candidates of the lowest level that holds the gang (see
+// GeneratePlacements), and does not search the levels above.
+func (pl *FabricTopology) decide(tree *fabric.Tree, nodes []fwk.NodeInfo, p gangPlan, lowestOnly bool) decision {
 	shape := capacity.ShapeOf(p.template)
 	ext := capacity.ExternalFor(pl.handle)
 	slots := make([]int, tree.NumNodes())
@@ -70,12 +72,18 @@ func (pl *FabricTopology) decide(tree *fabric.Tree, nodes []fwk.NodeInfo, p gang
 	if p.minPods > 0 && p.minPods < p.pods {
 		counts = append(counts, p.minPods)
 	}
+	search := func(req fabric.Request) []fabric.Placement {
+		if lowestOnly {
+			return overlay.LowestCandidates(req, candidatesAtLowest)
+		}
+		return trim(overlay.Candidates(req, candidatesAtLowest))
+	}
 	for _, n := range counts {
 		req := fabric.Request{Pods: n, MaxLevel: maxLevel, Pinned: pinned}
-		cands := trim(overlay.Candidates(req, candidatesAtLowest))
+		cands := search(req)
 		if len(cands) == 0 && p.request.Mode == config.FabricModePreferred && maxLevel < tree.RootLevel() {
 			req.MaxLevel = tree.RootLevel()
-			cands = trim(overlay.Candidates(req, candidatesAtLowest))
+			cands = search(req)
 		}
 		if len(cands) > 0 {
 			return decision{tree: tree, overlay: overlay, candidates: cands, pods: n}

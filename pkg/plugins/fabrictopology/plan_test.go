@@ -45,43 +45,51 @@ func cluster(tb testing.TB, nodes int) (*fabric.Tree, []fwk.NodeInfo) {
 }
 
 // BenchmarkDecide measures FabricTopology's whole per-gang decision as the
-// plugin makes it: slots of every node from its NodeInfo, the overlay, the
-// search at the lowest fitting level and the fallbacks above it.
+// plugin makes it: slots of every node from its NodeInfo, the overlay, and
+// the search (first attempt: the lowest fitting level; ladder: also the
+// fallbacks above it).
 func BenchmarkDecide(b *testing.B) {
 	for _, nodes := range []int{1000, 5000} {
 		tree, infos := cluster(b, nodes)
 		pl := &FabricTopology{gpu: "nvidia.com/gpu", args: &config.FabricTopologyArgs{}}
 		for _, g := range []struct{ pods, gpus int }{{4, 8}, {32, 8}, {64, 8}} {
-			b.Run(fmt.Sprintf("nodes=%d/gang=%dx%dGPU", nodes, g.pods, g.gpus), func(b *testing.B) {
-				template := st.MakePod().Name("m").Req(map[v1.ResourceName]string{"nvidia.com/gpu": fmt.Sprint(g.gpus)}).Obj()
-				plan := gangPlan{request: gang.FabricRequest{Level: "any", Mode: config.FabricModePreferred}, pods: g.pods, template: template}
-				for b.Loop() {
-					if d := pl.decide(tree, infos, plan); len(d.candidates) == 0 {
-						b.Fatalf("no placement: %s", d.explanation)
-					}
+			for _, ladder := range []bool{true, false} {
+				name := "first-attempt"
+				if !ladder {
+					name = "ladder"
 				}
-			})
+				b.Run(fmt.Sprintf("nodes=%d/gang=%dx%dGPU/%s", nodes, g.pods, g.gpus, name), func(b *testing.B) {
+					template := st.MakePod().Name("m").Req(map[v1.ResourceName]string{"nvidia.com/gpu": fmt.Sprint(g.gpus)}).Obj()
+					plan := gangPlan{request: gang.FabricRequest{Level: "any", Mode: config.FabricModePreferred}, pods: g.pods, template: template}
+					for b.Loop() {
+						if d := pl.decide(tree, infos, plan, ladder); len(d.candidates) == 0 {
+							b.Fatalf("no placement: %s", d.explanation)
+						}
+					}
+				})
+			}
 		}
 	}
 }
 
-// TestLowestLevel keeps the first attempt's placements to the lowest
-// level's candidates.
-func TestLowestLevel(t *testing.T) {
+// TestFirstAttempt: a gang's first attempt gets only the lowest level's
+// candidates; later attempts get the whole ladder, the lowest level first.
+func TestFirstAttempt(t *testing.T) {
 	tree, infos := cluster(t, 1000)
 	pl := &FabricTopology{gpu: "nvidia.com/gpu", args: &config.FabricTopologyArgs{}}
 	template := st.MakePod().Name("m").Req(map[v1.ResourceName]string{"nvidia.com/gpu": "8"}).Obj()
-	d := pl.decide(tree, infos, gangPlan{request: gang.FabricRequest{Level: "any", Mode: config.FabricModePreferred}, pods: 4, template: template})
-	if len(d.candidates) < 2 {
-		t.Fatalf("want a ladder of candidates, got %d", len(d.candidates))
+	plan := gangPlan{request: gang.FabricRequest{Level: "any", Mode: config.FabricModePreferred}, pods: 4, template: template}
+	ladder := pl.decide(tree, infos, plan, false)
+	first := pl.decide(tree, infos, plan, true)
+	if len(first.candidates) == 0 || len(first.candidates) > candidatesAtLowest || len(first.candidates) >= len(ladder.candidates) {
+		t.Fatalf("first attempt: %d candidates, ladder: %d", len(first.candidates), len(ladder.candidates))
 	}
-	lowest := lowestLevel(d.candidates)
-	if len(lowest) == 0 || len(lowest) > candidatesAtLowest || len(lowest) == len(d.candidates) {
-		t.Fatalf("lowestLevel kept %d of %d candidates", len(lowest), len(d.candidates))
-	}
-	for _, c := range lowest {
-		if c.Domain.Level != d.candidates[0].Domain.Level {
-			t.Errorf("candidate %s at level %d, want %d", c.Domain.Name, c.Domain.Level, d.candidates[0].Domain.Level)
+	for i, c := range first.candidates {
+		if c.Domain != ladder.candidates[i].Domain {
+			t.Errorf("candidate %d: first attempt %s, ladder %s", i, c.Domain.Name, ladder.candidates[i].Domain.Name)
+		}
+		if c.Domain.Level != first.candidates[0].Domain.Level {
+			t.Errorf("first attempt offers %s above the lowest level", c.Domain.Name)
 		}
 	}
 }

@@ -45,9 +45,18 @@ type gangProgress struct {
 
 func newProgress() *progress { return &progress{gangs: map[gang.Key]*gangProgress{}} }
 
-// attempt records a placement attempt and returns its number (1 for the
-// first).
-func (p *progress) attempt(key gang.Key, d decision, size int) int {
+// attempts is how many placement attempts a gang has had.
+func (p *progress) attempts(key gang.Key) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if g, ok := p.gangs[key]; ok {
+		return g.attempts
+	}
+	return 0
+}
+
+// attempt records a placement attempt.
+func (p *progress) attempt(key gang.Key, d decision, size int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g, ok := p.gangs[key]
@@ -63,7 +72,6 @@ func (p *progress) attempt(key gang.Key, d decision, size int) int {
 	}
 	g.size = size
 	g.attempts++
-	return g.attempts
 }
 
 // boundMember records a bound member and returns the gang's progress when
