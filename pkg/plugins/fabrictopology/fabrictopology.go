@@ -60,6 +60,7 @@ type FabricTopology struct {
 	members   *gang.Members
 	reporter  *gang.Reporter
 	progress  *progress
+	slots     slotCache
 }
 
 var (

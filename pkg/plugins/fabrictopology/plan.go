@@ -4,9 +4,12 @@
 package fabrictopology
 
 import (
+	"encoding/json"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
@@ -52,15 +55,7 @@ type decision struct {
 // candidates of the lowest level that holds the gang (see
 // GeneratePlacements), and does not search the levels above.
 func (pl *FabricTopology) decide(tree *fabric.Tree, nodes []fwk.NodeInfo, p gangPlan, lowestOnly bool) decision {
-	shape := capacity.ShapeOf(p.template)
-	ext := capacity.ExternalFor(pl.handle)
-	slots := make([]int, tree.NumNodes())
-	for _, ni := range nodes {
-		if i, ok := tree.NodeIndex(ni.Node().Name); ok {
-			slots[i] = shape.SlotsWith(ni, ext)
-		}
-	}
-	overlay := tree.Overlay(slots)
+	overlay := tree.Overlay(pl.slots.of(tree, nodes, p.template, capacity.ExternalFor(pl.handle)))
 	var pinned []int
 	for _, name := range p.pinned {
 		if i, ok := tree.NodeIndex(name); ok {
@@ -187,4 +182,66 @@ func indexNodes(tree *fabric.Tree, nodes []fwk.NodeInfo) map[int]fwk.NodeInfo {
 		}
 	}
 	return out
+}
+
+// slotCache remembers, per node, how many pods of the last shape asked
+// about fit there, as of a NodeInfo generation: consecutive gangs usually
+// share a shape, and between two gangs only the nodes that changed need
+// counting again (counting every node was most of a decision's cost).
+type slotCache struct {
+	mu      sync.Mutex
+	entries map[string]slotEntry
+}
+
+type slotEntry struct {
+	shape      string
+	generation int64
+	slots      int
+}
+
+// of returns the slots of every node of the tree for pods like template.
+// With Slurm's view of held GPUs (ext) the answer also depends on the
+// Slurm snapshot, so nothing is cached then.
+func (c *slotCache) of(tree *fabric.Tree, nodes []fwk.NodeInfo, template *v1.Pod, ext capacity.External) []int {
+	shape := capacity.ShapeOf(template)
+	key := shapeKey(template)
+	slots := make([]int, tree.NumNodes())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) > 2*len(nodes)+16 {
+		c.entries = make(map[string]slotEntry, len(nodes))
+	}
+	for _, ni := range nodes {
+		name := ni.Node().Name
+		i, ok := tree.NodeIndex(name)
+		if !ok {
+			continue
+		}
+		if ext == nil {
+			if e, ok := c.entries[name]; ok && e.shape == key && e.generation == ni.GetGeneration() {
+				slots[i] = e.slots
+				continue
+			}
+		}
+		slots[i] = shape.SlotsWith(ni, ext)
+		if ext == nil {
+			c.entries[name] = slotEntry{shape: key, generation: ni.GetGeneration(), slots: slots[i]}
+		}
+	}
+	return slots
+}
+
+// shapeKey identifies what Slots depends on in a pod: its requests and
+// where it may run.
+func shapeKey(pod *v1.Pod) string {
+	data, err := json.Marshal(struct {
+		Requests     v1.ResourceList
+		Tolerations  []v1.Toleration
+		NodeSelector map[string]string
+		Affinity     *v1.Affinity
+	}{resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), pod.Spec.Tolerations, pod.Spec.NodeSelector, pod.Spec.Affinity})
+	if err != nil {
+		return string(pod.UID)
+	}
+	return string(data)
 }
