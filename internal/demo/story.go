@@ -46,7 +46,6 @@ type deploymentResult struct {
 	replicas       int
 	maxUnavailable string
 	allowed        int
-	worst          int
 }
 
 type stepResult struct {

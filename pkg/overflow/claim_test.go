@@ -63,12 +63,6 @@ func nodeStates(tree *fabric.Tree, pods map[string][]*v1.Pod) []NodeState {
 	return out
 }
 
-// bigRoom is an overflow node with room for anything in these tests.
-func bigRoom(t *testing.T) *Room {
-	t.Helper()
-	return roomWith(t, 1000)
-}
-
 func roomWith(t *testing.T, gpus int) *Room {
 	t.Helper()
 	c, err := NewClasses(nil, nil, "type=virtual-kubelet", "virtual-kubelet.io/provider")

@@ -98,16 +98,6 @@ func (pl *FabricTopology) GeneratePlacements(ctx context.Context, state fwk.PodG
 	return result, nil
 }
 
-// lowestLevel keeps the candidates of the lowest level.
-func lowestLevel(cands []fabric.Placement) []fabric.Placement {
-	for i, c := range cands {
-		if c.Domain.Level != cands[0].Domain.Level {
-			return cands[:i]
-		}
-	}
-	return cands
-}
-
 // ScorePlacement ranks a feasible placement by the order GeneratePlacements
 // offered it: lower fabric level first, then best fit. The best gets
 // MaxNodeScore, each next one 10 less, so ties never happen (the framework
