@@ -132,6 +132,7 @@ sim-smoke: tools
 		-experiments fgd,tiresias,dlrm -max-arrivals 15 -max-jobs 4 -dlrm-fill 0.05 -scenario scenarios/smoke.yaml
 	grep -q '^| sluice |' _output/sim-smoke/summary.md
 	grep -q 'evictions to overflow: [1-9]' _output/sim-smoke/summary.md
+	grep -q 'back to physical: [1-9]' _output/sim-smoke/summary.md
 
 ## verify: formatting, vet, lint, generated code and go.mod up to date
 verify: $(STATICCHECK)

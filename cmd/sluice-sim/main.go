@@ -29,6 +29,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/sluice-sched/sluice/pkg/registry"
 	"github.com/sluice-sched/sluice/pkg/sim"
 	"github.com/sluice-sched/sluice/pkg/traces"
 )
@@ -289,6 +290,9 @@ func scenario(ctx context.Context, o options, sluiceConfig []byte, envOpts sim.E
 	s, err := sim.LoadScenario(o.scenario)
 	if err != nil {
 		return err
+	}
+	if sluiceConfig, err = registry.MergePluginArgs(sluiceConfig, s.PluginArgs); err != nil {
+		return fmt.Errorf("%s: pluginArgs: %w", o.scenario, err)
 	}
 	policies, err := sim.Policies([]string{sim.PolicySluice}, sluiceConfig, "")
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
 	"github.com/sluice-sched/sluice/pkg/nodesim"
 	"github.com/sluice-sched/sluice/pkg/overflow/vnode"
+	"github.com/sluice-sched/sluice/pkg/registry"
 )
 
 // Names in the demo cluster.
@@ -199,35 +200,28 @@ func (c *cluster) startScheduler(ctx context.Context, o *Options, logs string, s
 	if err != nil {
 		return err
 	}
+	patches := map[string]map[string]any{"OverflowPreemption": {"return": map[string]any{
+		"hysteresisSeconds":      int(o.ReturnHysteresis / time.Second),
+		"minWaveIntervalSeconds": 1,
+		"pollIntervalSeconds":    1,
+		"maxPodsPerWave":         64,
+	}}}
+	if o.Slurm != nil {
+		patches["SlurmNodeState"] = map[string]any{
+			"endpoint":            o.Slurm.URL,
+			"tokenFile":           o.Slurm.TokenFile,
+			"pollIntervalSeconds": 2,
+			"nodeNameLabel":       slurmNodeLabel,
+		}
+	}
+	if data, err = registry.MergePluginArgs(data, patches); err != nil {
+		return fmt.Errorf("manifests/scheduler-config.yaml: %w", err)
+	}
 	var cfg map[string]any
 	if err := yaml.Unmarshal(data, &cfg); err != nil {
 		return fmt.Errorf("manifests/scheduler-config.yaml: %w", err)
 	}
 	cfg["clientConnection"] = map[string]any{"kubeconfig": c.home.Kubeconfig}
-	profiles, _ := cfg["profiles"].([]any)
-	for _, p := range profiles {
-		prof, _ := p.(map[string]any)
-		pcs, _ := prof["pluginConfig"].([]any)
-		for _, pc := range pcs {
-			pc, _ := pc.(map[string]any)
-			args, _ := pc["args"].(map[string]any)
-			switch pc["name"] {
-			case "OverflowPreemption":
-				ret, _ := args["return"].(map[string]any)
-				ret["hysteresisSeconds"] = int(o.ReturnHysteresis / time.Second)
-				ret["minWaveIntervalSeconds"] = 1
-				ret["pollIntervalSeconds"] = 1
-				ret["maxPodsPerWave"] = 64
-			case "SlurmNodeState":
-				if o.Slurm != nil {
-					args["endpoint"] = o.Slurm.URL
-					args["tokenFile"] = o.Slurm.TokenFile
-					args["pollIntervalSeconds"] = 2
-					args["nodeNameLabel"] = slurmNodeLabel
-				}
-			}
-		}
-	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return err

@@ -91,6 +91,12 @@ func NewEnv(ctx context.Context, policy Policy, opts EnvOptions) (env *Env, err 
 		e.Close()
 		return nil, err
 	}
+	// The namespace manifests/ deploys into: the return controller's lease
+	// lives there.
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sluice-system"}}, metav1.CreateOptions{}); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if opts.Controllers {
 		if err := kcm.Start(ctx, cp.Config); err != nil {
 			e.Close()

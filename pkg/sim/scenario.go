@@ -35,13 +35,19 @@ import (
 //	- at: 60s
 //	  deleteGang: pretrain
 //	end: 90s
+//	pluginArgs:
+//	  OverflowPreemption: {return: {hysteresisSeconds: 10}}
 //
-// Times are real seconds from the start of the run.
+// Times are real seconds from the start of the run. PluginArgs, when set,
+// is merged into the args of the named plugins of the sluice configuration
+// (see registry.MergePluginArgs): a scenario of a minute or two can
+// shorten the return controller's timers that way.
 type Scenario struct {
-	Name    string          `json:"name"`
-	Cluster ScenarioCluster `json:"cluster"`
-	Events  []Event         `json:"events"`
-	End     metav1.Duration `json:"end"`
+	Name       string                    `json:"name"`
+	Cluster    ScenarioCluster           `json:"cluster"`
+	Events     []Event                   `json:"events"`
+	End        metav1.Duration           `json:"end"`
+	PluginArgs map[string]map[string]any `json:"pluginArgs,omitempty"`
 }
 
 // ScenarioCluster is a regular fabric plus one overflow node.

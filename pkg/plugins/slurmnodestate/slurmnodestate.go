@@ -19,6 +19,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -40,6 +41,9 @@ const (
 	ReasonGPUsHeld = "SlurmGPUsHeld"
 	// ReasonStale: Slurm's state is too old to trust (failing closed).
 	ReasonStale = "SlurmStateStale"
+	// ReasonIgnored: a pod was bound without Slurm's state, which was too
+	// old to trust (failing open).
+	ReasonIgnored = "SlurmStateIgnored"
 )
 
 // SlurmNodeState is the plugin.
@@ -47,6 +51,7 @@ type SlurmNodeState struct {
 	handle   fwk.Handle
 	args     *config.SlurmNodeStateArgs
 	cache    *slurm.Cache
+	recorder events.EventRecorder
 	gpu      v1.ResourceName
 	unhealth []string
 	maxAge   time.Duration
@@ -63,6 +68,7 @@ var (
 	_ fwk.ScorePlugin       = &SlurmNodeState{}
 	_ fwk.EnqueueExtensions = &SlurmNodeState{}
 	_ fwk.SignPlugin        = &SlurmNodeState{}
+	_ fwk.PostBindPlugin    = &SlurmNodeState{}
 	_ capacity.External     = &SlurmNodeState{}
 )
 
@@ -95,6 +101,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, fmt.Errorf("%s: %w", path.Child("endpoint"), err)
 	}
 	pl.cache = cache
+	pl.recorder = h.EventRecorder()
 	cache.OnChange(func(prev, cur *slurm.Snapshot) { pl.snapshotChanged(ctx, cur) })
 	capacity.SetExternal(h, pl)
 	go func() {
@@ -167,9 +174,10 @@ func (pl *SlurmNodeState) Name() string { return Name }
 type view struct {
 	snap *slurm.Snapshot
 	// stale: the snapshot is older than maxStaleness (or there is none)
-	// and the plugin fails closed; why says since when and the last error.
-	stale bool
-	why   string
+	// and the plugin fails closed; open: the same, failing open (snap is
+	// nil). why says since when and the last error.
+	stale, open bool
+	why         string
 }
 
 // currentView reads the cache and tells whether to fail closed or open.
@@ -196,9 +204,6 @@ func (pl *SlurmNodeState) currentView(logger klog.Logger) view {
 	if !expired {
 		return view{snap: snap}
 	}
-	if pl.args.FailureMode == config.SlurmFailOpen {
-		return view{}
-	}
 	why := "no snapshot of Slurm's node state yet"
 	if snap != nil {
 		why = fmt.Sprintf("Slurm's node state is %s old (max %s)", roundAge(age), pl.maxAge)
@@ -206,7 +211,24 @@ func (pl *SlurmNodeState) currentView(logger klog.Logger) view {
 	if lastErr != nil {
 		why += fmt.Sprintf("; last poll: %v", lastErr)
 	}
+	if pl.args.FailureMode == config.SlurmFailOpen {
+		return view{open: true, why: why}
+	}
 	return view{snap: snap, stale: true, why: why}
+}
+
+// PostBind puts an Event on a pod bound while Slurm's state was too old to
+// trust and the plugin failed open, so the pods placed without Slurm's
+// view can be found (failing closed, the pods that could not be placed
+// carry the reason in their FailedScheduling events instead).
+func (pl *SlurmNodeState) PostBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) {
+	if pl.cache == nil || pl.recorder == nil || pl.args.FailureMode != config.SlurmFailOpen {
+		return
+	}
+	if v := pl.currentView(klog.FromContext(ctx)); v.open {
+		pl.recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonIgnored, "Binding",
+			"bound to %s without Slurm's node state (failureMode Open): %s", nodeName, v.why)
+	}
 }
 
 // slurmName maps a Kubernetes node to its Slurm node.

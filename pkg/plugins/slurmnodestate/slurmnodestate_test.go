@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -178,6 +179,20 @@ func TestStaleSnapshot(t *testing.T) {
 			if got := filter(t, pl, gpuPod("1"), gpuNode("cpu-only")); got != tt.wantOther {
 				t.Errorf("stale: cpu-only = %q, want %q", got, tt.wantOther)
 			}
+			// Failing open, a pod bound meanwhile gets an Event saying so.
+			rec := events.NewFakeRecorder(10)
+			pl.recorder = rec
+			pl.PostBind(context.Background(), nil, gpuPod("1"), "gpu07")
+			select {
+			case e := <-rec.Events:
+				if tt.mode != config.SlurmFailOpen || !strings.Contains(e, "Warning SlurmStateIgnored bound to gpu07 without Slurm's node state (failureMode Open): Slurm's node state is") {
+					t.Errorf("stale, %s: event %q", tt.mode, e)
+				}
+			default:
+				if tt.mode == config.SlurmFailOpen {
+					t.Error("stale, failing open: no event on the bound pod")
+				}
+			}
 			fake.mu.Lock()
 			fake.down = false
 			fake.mu.Unlock()
@@ -186,6 +201,10 @@ func TestStaleSnapshot(t *testing.T) {
 			}
 			if got := filter(t, pl, gpuPod("1"), gpuNode("gpu07")); got != "Success" {
 				t.Errorf("recovered: gpu07 = %q", got)
+			}
+			pl.PostBind(context.Background(), nil, gpuPod("1"), "gpu07")
+			if len(rec.Events) != 0 {
+				t.Errorf("recovered: event %q on a bound pod", <-rec.Events)
 			}
 		})
 	}
