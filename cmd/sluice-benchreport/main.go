@@ -284,7 +284,7 @@ func (rep *Report) write(w io.Writer) {
 	for _, ref := range rep.Reference {
 		fmt.Fprintf(w, "- %s: %.0f pods/s\n", ref.Workload, ref.Throughput)
 	}
-	fmt.Fprintln(w, "\nCPU and RSS are the whole test process (kube-apiserver and scheduler in one process; etcd apart), per workload.")
+	fmt.Fprintln(w, "\nCPU and peak RSS are the whole test process (kube-apiserver and scheduler in one process; etcd apart), measured per workload (the RSS high-water mark is reset before each).")
 }
 
 func num(v float64, prec int) string {
