@@ -46,17 +46,36 @@ type InferencePacking struct {
 	tracker *fabric.Tracker
 	gpu     v1.ResourceName
 
-	// marks remembers, per node, whether it runs production as of a
-	// NodeInfo generation, so PreScore rescans only the pods of nodes that
-	// changed since the last cycle (one or two), not every pod.
-	mu    sync.Mutex
-	marks map[string]mark
+	// mu guards the incremental view of where production runs: PreScore
+	// looks again only at nodes whose NodeInfo changed since the last
+	// cycle (usually the one that took the last pod), not at every node.
+	mu      sync.Mutex
+	tree    *fabric.Tree
+	entries []entry // by position in the snapshot's node list
+	// leafOf is each tree node's leaf (a dense index); overflow marks
+	// the overflow nodes, nodeCount and leafCount count production
+	// pods' nodes by tree node and by leaf.
+	leafOf    []int32
+	overflow  []bool
+	nodeCount []int32
+	leafCount []int32
+	view      *packingView // published; never changed once published
 }
 
-// mark is whether a node ran production at a NodeInfo generation.
-type mark struct {
+// entry is what PreScore last saw at one position of the node list.
+type entry struct {
+	info       fwk.NodeInfo
 	generation int64
+	index      int32 // tree node index, -1 when the tree does not have it
+	overflow   bool
 	production bool
+}
+
+// packingView is every node's score without its GPU term, for the cycles
+// that read it.
+type packingView struct {
+	tree *fabric.Tree
+	base []int8 // by tree node index
 }
 
 var (
@@ -103,18 +122,17 @@ const preScoreStateKey fwk.StateKey = "PreScore" + Name
 
 // preScoreState says where production runs in this cycle.
 type preScoreState struct {
-	tree *fabric.Tree
-	// prodNodes is indexed by the tree's node index.
-	prodNodes  []bool
-	prodLeaves map[*fabric.Domain]bool
-	gpus       int64
+	*packingView
+	gpus int64
 }
 
 // Clone returns the state: it is not changed after PreScore.
 func (s *preScoreState) Clone() fwk.StateData { return s }
 
-// PreScore finds the nodes and leaves that run production: one pass over
-// the nodes per pod, rescanning the pods only of nodes that changed.
+// PreScore finds the nodes and leaves that run production. Between two
+// cycles it rescans only the nodes whose NodeInfo changed (a pointer and a
+// generation compared per node), so a steady stream of pods costs one
+// cheap pass over the list, not a pass over every pod.
 func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	tree, err := pl.tracker.Tree()
 	if err != nil {
@@ -124,35 +142,114 @@ func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, po
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	s := &preScoreState{tree: tree, prodNodes: make([]bool, tree.NumNodes()), prodLeaves: map[*fabric.Domain]bool{},
-		gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]}
-	leaf := min(1, tree.RootLevel())
 	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	if pl.marks == nil || len(pl.marks) > len(all) {
-		// First cycle, or nodes were removed: start over.
-		pl.marks = make(map[string]mark, len(all))
+	if tree != pl.tree || len(all) != len(pl.entries) {
+		pl.rebuild(tree, all)
+	} else {
+		pl.refresh(all)
 	}
-	for _, ni := range all {
-		n := ni.Node()
-		if n == nil || pl.classes.IsOverflowNode(n) {
-			continue
-		}
-		m, ok := pl.marks[n.Name]
-		if !ok || m.generation != ni.GetGeneration() {
-			m = mark{generation: ni.GetGeneration(), production: pl.runsProduction(ni)}
-			pl.marks[n.Name] = m
-		}
-		if !m.production {
-			continue
-		}
-		if i, ok := tree.NodeIndex(n.Name); ok {
-			s.prodNodes[i] = true
-			s.prodLeaves[tree.Ancestor(i, leaf)] = true
-		}
-	}
-	state.Write(preScoreStateKey, s)
+	view := pl.view
+	pl.mu.Unlock()
+	state.Write(preScoreStateKey, &preScoreState{packingView: view, gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]})
 	return nil
+}
+
+// rebuild starts over: a new tree, or nodes came or went.
+func (pl *InferencePacking) rebuild(tree *fabric.Tree, all []fwk.NodeInfo) {
+	pl.tree = tree
+	n := tree.NumNodes()
+	pl.leafOf, pl.overflow, pl.nodeCount = make([]int32, n), make([]bool, n), make([]int32, n)
+	leaves := map[*fabric.Domain]int32{}
+	for i := range n {
+		leaf := tree.Ancestor(i, min(1, tree.RootLevel()))
+		id, ok := leaves[leaf]
+		if !ok {
+			id = int32(len(leaves))
+			leaves[leaf] = id
+		}
+		pl.leafOf[i] = id
+	}
+	pl.leafCount = make([]int32, len(leaves))
+	pl.entries = make([]entry, len(all))
+	for i, ni := range all {
+		e := pl.entryOf(ni)
+		pl.entries[i] = e
+		pl.count(e, 1)
+	}
+	pl.publish()
+}
+
+// refresh updates the counts for the nodes that changed and publishes a
+// new view only if a node or leaf started or stopped running production,
+// or a node became or stopped being an overflow node.
+func (pl *InferencePacking) refresh(all []fwk.NodeInfo) {
+	changed := false
+	for i, ni := range all {
+		old := pl.entries[i]
+		if old.info == ni && old.generation == ni.GetGeneration() {
+			continue
+		}
+		e := pl.entryOf(ni)
+		pl.entries[i] = e
+		if e.index == old.index && e.production == old.production && e.overflow == old.overflow {
+			continue
+		}
+		pl.count(old, -1)
+		pl.count(e, 1)
+		changed = true
+	}
+	if changed {
+		pl.publish()
+	}
+}
+
+// entryOf reads one node.
+func (pl *InferencePacking) entryOf(ni fwk.NodeInfo) entry {
+	e := entry{info: ni, generation: ni.GetGeneration(), index: -1}
+	n := ni.Node()
+	if n == nil {
+		return e
+	}
+	if i, ok := pl.tree.NodeIndex(n.Name); ok {
+		e.index = int32(i)
+		e.overflow = pl.classes.IsOverflowNode(n)
+		e.production = !e.overflow && pl.runsProduction(ni)
+	}
+	return e
+}
+
+// count adds (delta 1) or removes (-1) what an entry contributes.
+func (pl *InferencePacking) count(e entry, delta int32) {
+	if e.index < 0 {
+		return
+	}
+	if e.overflow {
+		pl.overflow[e.index] = delta > 0
+	}
+	if e.production {
+		pl.nodeCount[e.index] += delta
+		pl.leafCount[pl.leafOf[e.index]] += delta
+	}
+}
+
+// publish makes a new view from the counts; cycles holding the old one
+// keep it.
+func (pl *InferencePacking) publish() {
+	v := &packingView{tree: pl.tree, base: make([]int8, len(pl.nodeCount))}
+	for i := range v.base {
+		if pl.overflow[i] {
+			continue
+		}
+		b := physicalFloor
+		if pl.nodeCount[i] > 0 {
+			b += nodeTerm
+		}
+		if pl.leafCount[pl.leafOf[i]] > 0 {
+			b += leafTerm
+		}
+		v.base[i] = int8(b)
+	}
+	pl.view = v
 }
 
 func (pl *InferencePacking) runsProduction(ni fwk.NodeInfo) bool {
@@ -185,17 +282,15 @@ func (pl *InferencePacking) Score(_ context.Context, state fwk.CycleState, _ *v1
 	}
 	s := data.(*preScoreState)
 	node := nodeInfo.Node()
-	if pl.classes.IsOverflowNode(node) {
-		return 0, nil
-	}
-	score := int64(physicalFloor)
+	var score int64
 	if i, ok := s.tree.NodeIndex(node.Name); ok {
-		if s.prodNodes[i] {
-			score += nodeTerm
-		}
-		if s.prodLeaves[s.tree.Ancestor(i, min(1, s.tree.RootLevel()))] {
-			score += leafTerm
-		}
+		score = int64(s.base[i])
+	} else if !pl.classes.IsOverflowNode(node) {
+		// A node newer than the fabric tree: physical, nothing known.
+		score = physicalFloor
+	}
+	if score == 0 {
+		return 0, nil // an overflow node
 	}
 	if total := nodeInfo.GetAllocatable().GetScalarResources()[pl.gpu]; total > 0 {
 		used := nodeInfo.GetRequested().GetScalarResources()[pl.gpu] + s.gpus
