@@ -52,14 +52,16 @@ type InferencePacking struct {
 	mu      sync.Mutex
 	tree    *fabric.Tree
 	entries []entry // by position in the snapshot's node list
-	// leafOf is each tree node's leaf (a dense index); overflow marks
-	// the overflow nodes, nodeCount and leafCount count production
-	// pods' nodes by tree node and by leaf.
-	leafOf    []int32
-	overflow  []bool
-	nodeCount []int32
-	leafCount []int32
-	view      *packingView // published; never changed once published
+	// leafOf is each tree node's leaf (a dense index). The counts are
+	// by tree node (overflow nodes, production nodes) and by leaf
+	// (production nodes); counts, not flags, so that a node seen at a new
+	// position of the list may be added before its old position is
+	// removed.
+	leafOf        []int32
+	overflowCount []int32
+	nodeCount     []int32
+	leafCount     []int32
+	view          *packingView // published; never changed once published
 }
 
 // entry is what PreScore last saw at one position of the node list.
@@ -158,7 +160,7 @@ func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, po
 func (pl *InferencePacking) rebuild(tree *fabric.Tree, all []fwk.NodeInfo) {
 	pl.tree = tree
 	n := tree.NumNodes()
-	pl.leafOf, pl.overflow, pl.nodeCount = make([]int32, n), make([]bool, n), make([]int32, n)
+	pl.leafOf, pl.overflowCount, pl.nodeCount = make([]int32, n), make([]int32, n), make([]int32, n)
 	leaves := map[*fabric.Domain]int32{}
 	for i := range n {
 		leaf := tree.Ancestor(i, min(1, tree.RootLevel()))
@@ -224,7 +226,7 @@ func (pl *InferencePacking) count(e entry, delta int32) {
 		return
 	}
 	if e.overflow {
-		pl.overflow[e.index] = delta > 0
+		pl.overflowCount[e.index] += delta
 	}
 	if e.production {
 		pl.nodeCount[e.index] += delta
@@ -237,7 +239,7 @@ func (pl *InferencePacking) count(e entry, delta int32) {
 func (pl *InferencePacking) publish() {
 	v := &packingView{tree: pl.tree, base: make([]int8, len(pl.nodeCount))}
 	for i := range v.base {
-		if pl.overflow[i] {
+		if pl.overflowCount[i] > 0 {
 			continue
 		}
 		b := physicalFloor

@@ -6,6 +6,7 @@ package inferencepacking
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -39,6 +40,32 @@ func pod(name, node, class string, gpus string) *v1.Pod {
 	return p
 }
 
+// newPlugin builds the plugin over a snapshot of nodes (leaf switches from
+// the label "leaf") and the pods running on them.
+func newPlugin(tb testing.TB, nodes []*v1.Node, running []*v1.Pod) (*InferencePacking, *cache.Snapshot) {
+	tb.Helper()
+	nodeInformer := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Core().V1().Nodes().Informer()
+	for _, n := range nodes {
+		if err := nodeInformer.GetStore().Add(n); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	source, err := fabric.NewLabelSource([]string{"leaf"}, []string{"leaf"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tracker, err := fabric.NewTracker(source, nodeInformer)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	classes, err := overflow.NewClasses([]string{"research"}, []string{"production"}, "type=virtual-kubelet", "virtual-kubelet.io/provider")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	snapshot := cache.NewSnapshot(running, nodes)
+	return &InferencePacking{handle: handle{snapshot: snapshot}, classes: classes, tracker: tracker, gpu: "nvidia.com/gpu"}, snapshot
+}
+
 // TestScoreWorkedExample is the worked example of Score's doc comment: a
 // 1-GPU production pod, 8-GPU nodes.
 func TestScoreWorkedExample(t *testing.T) {
@@ -49,28 +76,7 @@ func TestScoreWorkedExample(t *testing.T) {
 		// Research on b2 does not make leaf-b a production leaf.
 		pod("train-0", "b2", "research", "8"),
 	}
-	client := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(client, 0)
-	nodeInformer := factory.Core().V1().Nodes().Informer()
-	for _, n := range nodes {
-		if err := nodeInformer.GetStore().Add(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	source, err := fabric.NewLabelSource([]string{"leaf"}, []string{"leaf"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tracker, err := fabric.NewTracker(source, nodeInformer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	classes, err := overflow.NewClasses([]string{"research"}, []string{"production"}, "type=virtual-kubelet", "virtual-kubelet.io/provider")
-	if err != nil {
-		t.Fatal(err)
-	}
-	snapshot := cache.NewSnapshot(running, nodes)
-	pl := &InferencePacking{handle: handle{snapshot: snapshot}, classes: classes, tracker: tracker, gpu: "nvidia.com/gpu"}
+	pl, snapshot := newPlugin(t, nodes, running)
 
 	incoming := pod("serve-1", "", "production", "1")
 	state := framework.NewCycleState()
@@ -139,6 +145,56 @@ func TestScoreWorkedExample(t *testing.T) {
 	}
 }
 
+// TestIncrementalMatchesFresh checks the incremental view against one
+// built from scratch, over snapshots whose node lists come in a different
+// order each time (cache.NewSnapshot builds them from a map) and whose
+// production moves around.
+func TestIncrementalMatchesFresh(t *testing.T) {
+	var nodes []*v1.Node
+	for i := range 24 {
+		nodes = append(nodes, node(fmt.Sprintf("n%02d", i), fmt.Sprintf("leaf-%d", i/4)))
+	}
+	for i := range 2 {
+		nodes = append(nodes, st.MakeNode().Name(fmt.Sprintf("vk%d", i)).Label("type", "virtual-kubelet").
+			Capacity(map[v1.ResourceName]string{"pods": "5000", "nvidia.com/gpu": "64"}).Obj())
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	incremental, _ := newPlugin(t, nodes, nil)
+	ctx := context.Background()
+	incoming := pod("serve-x", "", "production", "1")
+	scores := func(pl *InferencePacking, infos []fwk.NodeInfo) map[string]int64 {
+		state := framework.NewCycleState()
+		if s := pl.PreScore(ctx, state, incoming, infos); !s.IsSuccess() {
+			t.Fatal(s)
+		}
+		out := map[string]int64{}
+		for _, ni := range infos {
+			out[ni.Node().Name], _ = pl.Score(ctx, state, incoming, ni)
+		}
+		return out
+	}
+	for round := range 30 {
+		var running []*v1.Pod
+		for _, n := range nodes {
+			switch rng.IntN(3) {
+			case 0:
+				running = append(running, pod("serve-"+n.Name, n.Name, "production", "1"))
+			case 1:
+				running = append(running, pod("train-"+n.Name, n.Name, "research", "8"))
+			}
+		}
+		fresh, snapshot := newPlugin(t, nodes, running)
+		incremental.handle = fresh.handle
+		infos, err := snapshot.NodeInfos().List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(scores(fresh, infos), scores(incremental, infos)); diff != "" {
+			t.Fatalf("round %d: incremental scores differ from fresh ones (-fresh,+incremental):\n%s", round, diff)
+		}
+	}
+}
+
 // BenchmarkPreScore is one production pod's PreScore and Score at 5,000
 // nodes (half of them running production) when nothing changed since the
 // last cycle, the steady state of a busy scheduler.
@@ -152,27 +208,7 @@ func BenchmarkPreScore(b *testing.B) {
 			running = append(running, pod("serve-"+name, name, "production", "2"))
 		}
 	}
-	client := fake.NewClientset()
-	nodeInformer := informers.NewSharedInformerFactory(client, 0).Core().V1().Nodes().Informer()
-	for _, n := range nodes {
-		if err := nodeInformer.GetStore().Add(n); err != nil {
-			b.Fatal(err)
-		}
-	}
-	source, err := fabric.NewLabelSource([]string{"leaf"}, []string{"leaf"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	tracker, err := fabric.NewTracker(source, nodeInformer)
-	if err != nil {
-		b.Fatal(err)
-	}
-	classes, err := overflow.NewClasses([]string{"research"}, []string{"production"}, "type=virtual-kubelet", "virtual-kubelet.io/provider")
-	if err != nil {
-		b.Fatal(err)
-	}
-	snapshot := cache.NewSnapshot(running, nodes)
-	pl := &InferencePacking{handle: handle{snapshot: snapshot}, classes: classes, tracker: tracker, gpu: "nvidia.com/gpu"}
+	pl, snapshot := newPlugin(b, nodes, running)
 	infos, err := snapshot.NodeInfos().List()
 	if err != nil {
 		b.Fatal(err)
