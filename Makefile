@@ -87,11 +87,12 @@ fuzz:
 
 # The binary is kube-scheduler with sluice inside: its --help lists
 # kube-scheduler's flags and --version names both versions.
+# (Outputs are read whole before grep: `cmd | grep -q` fails under pipefail
+# when grep exits before cmd has written everything.)
 binary: build
-	./$(BIN)/sluice-scheduler --version | grep -q '^sluice-scheduler .* built on Kubernetes $(K8S_VERSION)$$'
-	./$(BIN)/sluice-scheduler --help 2>&1 | grep -q -- '--leader-elect '
-	./$(BIN)/sluice-scheduler --help 2>&1 | grep -q -- '--config string'
-	./$(BIN)/sluice-overflow-node --version | grep -q '^sluice-overflow-node '
+	out=$$(./$(BIN)/sluice-scheduler --version) && grep -q '^sluice-scheduler .* built on Kubernetes $(K8S_VERSION)$$' <<<"$$out"
+	out=$$(./$(BIN)/sluice-scheduler --help 2>&1) && grep -q -- '--leader-elect ' <<<"$$out" && grep -q -- '--config string' <<<"$$out"
+	out=$$(./$(BIN)/sluice-overflow-node --version) && grep -q '^sluice-overflow-node ' <<<"$$out"
 	@echo "binary ok: $$(./$(BIN)/sluice-scheduler --version); $$(./$(BIN)/sluice-overflow-node --version)"
 
 ## bench: the scale benchmark (test/bench on upstream's scheduler_perf):
