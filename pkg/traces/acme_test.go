@@ -5,17 +5,11 @@ package traces
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
 func TestReadAcmeSummary(t *testing.T) {
-	tests := []struct {
-		name    string
-		input   string
-		want    []AcmeCluster
-		wantErr string
-	}{
+	runReadCases(t, "acme.csv", ReadAcmeSummary, []readCase[AcmeCluster]{
 		{
 			name:  "GPU columns with empty ignored ones",
 			input: "id,gpu_job_num,avg_gpu_num,med_gpu_num,max_gpu,fail_rate_cpu\nPAI,1037085,0.683,0.5,8.0,\n",
@@ -31,20 +25,7 @@ func TestReadAcmeSummary(t *testing.T) {
 			input:   "id,gpu_job_num,avg_gpu_num,med_gpu_num,max_gpu\nPAI,1037085,0.683,0.5,NaN\n",
 			wantErr: `acme.csv:2: max_gpu "NaN": not a finite number`,
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ReadAcmeSummary(strings.NewReader(tt.input), "acme.csv")
-			if tt.wantErr != "" {
-				checkParseError(t, err, tt.wantErr)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkRecords(t, got, tt.want)
-		})
-	}
+	})
 }
 
 func TestReadAcmeTestdata(t *testing.T) {

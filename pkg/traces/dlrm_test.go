@@ -5,18 +5,12 @@ package traces
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
 func TestReadDLRMInstances(t *testing.T) {
 	const header = "instance_sn,role,app_name,cpu_request,cpu_limit,gpu_request,gpu_limit,rdma_request,rdma_limit,memory_request,memory_limit,disk_request,disk_limit,max_instance_per_node,creation_time,scheduled_time,deletion_time\n"
-	tests := []struct {
-		name    string
-		input   string
-		want    []DLRMInstance
-		wantErr string
-	}{
+	runReadCases(t, "dlrm.csv", ReadDLRMInstances, []readCase[DLRMInstance]{
 		{
 			name: "published columns",
 			input: header +
@@ -70,20 +64,7 @@ func TestReadDLRMInstances(t *testing.T) {
 			input:   header + "i0,HN,a,8,8,1,1,1,1,40,40,1,1,1,1e300,,\n",
 			wantErr: `dlrm.csv:2: creation_time "1e300": out of range`,
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ReadDLRMInstances(strings.NewReader(tt.input), "dlrm.csv")
-			if tt.wantErr != "" {
-				checkParseError(t, err, tt.wantErr)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkRecords(t, got, tt.want)
-		})
-	}
+	})
 }
 
 func TestReadDLRMTestdata(t *testing.T) {

@@ -5,17 +5,11 @@ package traces
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
 func TestReadLingjunTopology(t *testing.T) {
-	tests := []struct {
-		name    string
-		input   string
-		want    []LingjunHost
-		wantErr string
-	}{
+	runReadCases(t, "topo.csv", ReadLingjunTopology, []readCase[LingjunHost]{
 		{
 			name:  "columns in another order",
 			input: "ASW,PSW,DSW,ip\nS14,P10,G6,h0\nS7,P8,G6,h1\n",
@@ -39,20 +33,7 @@ func TestReadLingjunTopology(t *testing.T) {
 			input:   "ip,dsw,psw,asw\nh0,G6,P10,S1\n",
 			wantErr: `topo.csv:1: unknown column "dsw" in header (known columns: ip,DSW,PSW,ASW)`,
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ReadLingjunTopology(strings.NewReader(tt.input), "topo.csv")
-			if tt.wantErr != "" {
-				checkParseError(t, err, tt.wantErr)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkRecords(t, got, tt.want)
-		})
-	}
+	})
 }
 
 func TestReadLingjunTestdata(t *testing.T) {

@@ -12,12 +12,7 @@ import (
 )
 
 func TestReadOpenbNodes(t *testing.T) {
-	tests := []struct {
-		name    string
-		input   string
-		want    []OpenbNode
-		wantErr string
-	}{
+	runReadCases(t, "nodes.csv", ReadOpenbNodes, []readCase[OpenbNode]{
 		{
 			name:  "GPU and CPU-only nodes",
 			input: "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,P100\nn1,32000,262144,0,\n",
@@ -61,30 +56,12 @@ func TestReadOpenbNodes(t *testing.T) {
 			input:   "sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,99999999999,A10\n",
 			wantErr: `nodes.csv:2: gpu "99999999999": out of range`,
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ReadOpenbNodes(strings.NewReader(tt.input), "nodes.csv")
-			if tt.wantErr != "" {
-				checkParseError(t, err, tt.wantErr)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkRecords(t, got, tt.want)
-		})
-	}
+	})
 }
 
 func TestReadOpenbPods(t *testing.T) {
 	const fullHeader = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
-	tests := []struct {
-		name    string
-		input   string
-		want    []OpenbPod
-		wantErr string
-	}{
+	runReadCases(t, "pods.csv", ReadOpenbPods, []readCase[OpenbPod]{
 		{
 			name: "all columns",
 			input: fullHeader +
@@ -154,20 +131,7 @@ func TestReadOpenbPods(t *testing.T) {
 			input:   "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n\"p\n0\",1,1,1,x\n",
 			wantErr: `pods.csv:2: gpu_milli "x": not an integer`,
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ReadOpenbPods(strings.NewReader(tt.input), "pods.csv")
-			if tt.wantErr != "" {
-				checkParseError(t, err, tt.wantErr)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkRecords(t, got, tt.want)
-		})
-	}
+	})
 }
 
 func TestOpenbPodGPUs(t *testing.T) {

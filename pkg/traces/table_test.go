@@ -27,6 +27,33 @@ func checkRecords[T any](t *testing.T, got, want []T) {
 	}
 }
 
+// readCase is one table row for a reader: an input, and the records it
+// yields or the ParseError it reports.
+type readCase[T any] struct {
+	name    string
+	input   string
+	want    []T
+	wantErr string
+}
+
+// runReadCases runs read on every case's input, named file.
+func runReadCases[T any](t *testing.T, file string, read func(io.Reader, string) ([]T, error), cases []readCase[T]) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := read(strings.NewReader(tt.input), file)
+			if tt.wantErr != "" {
+				checkParseError(t, err, tt.wantErr)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRecords(t, got, tt.want)
+		})
+	}
+}
+
 // checkParseError fails t unless err is a *ParseError whose text is want.
 func checkParseError(t *testing.T, err error, want string) {
 	t.Helper()

@@ -11,12 +11,7 @@ import (
 
 func TestReadTiresiasJobs(t *testing.T) {
 	const header = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
-	tests := []struct {
-		name    string
-		input   string
-		want    []TiresiasJob
-		wantErr string
-	}{
+	runReadCases(t, "jobs.csv", ReadTiresiasJobs, []readCase[TiresiasJob]{
 		{
 			name:  "CRLF line endings",
 			input: strings.ReplaceAll(header+"0,1,0,606,vgg19,164,30\n1,8,30,133,vgg11,147,23\n", "\n", "\r\n"),
@@ -40,20 +35,7 @@ func TestReadTiresiasJobs(t *testing.T) {
 			input:   header + "0,1,0,606,,164,30\n",
 			wantErr: `jobs.csv:2: model_name "": empty`,
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ReadTiresiasJobs(strings.NewReader(tt.input), "jobs.csv")
-			if tt.wantErr != "" {
-				checkParseError(t, err, tt.wantErr)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkRecords(t, got, tt.want)
-		})
-	}
+	})
 }
 
 func TestReadTiresiasCluster(t *testing.T) {
