@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
+
+	"github.com/sluice-sched/sluice/pkg/apis/config"
 )
 
 // Annotation lets a production pod opt out of overflow: with the value
@@ -35,6 +37,11 @@ type Classes struct {
 	// OverflowTaintKey is the taint overflow nodes carry; pods that
 	// tolerate it may run there.
 	OverflowTaintKey string
+}
+
+// ClassesFrom builds Classes from a plugin's overflow args.
+func ClassesFrom(cfg *config.OverflowConfig) (*Classes, error) {
+	return NewClasses(cfg.ResearchPriorityClasses, cfg.ProductionPriorityClasses, cfg.OverflowNodeSelector, cfg.OverflowTaintKey)
 }
 
 // NewClasses builds Classes; selector is a label selector string such as

@@ -84,12 +84,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	metrics.Register()
-	nodeInformer := h.SharedInformerFactory().Core().V1().Nodes().Informer()
-	source, err := NewSource(&args.Fabric)
-	if err != nil {
-		return nil, err
-	}
-	tracker, err := fabric.SharedTracker(ctx, source, nodeInformer)
+	tracker, err := Tracker(ctx, &args.Fabric, h)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +130,17 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		}
 	}
 	return pl, nil
+}
+
+// Tracker returns the fabric tracker for cfg over the scheduler's node
+// informer: one per source, shared by every plugin and profile that reads
+// the same fabric.
+func Tracker(ctx context.Context, cfg *config.FabricConfig, h fwk.Handle) (*fabric.Tracker, error) {
+	source, err := NewSource(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return fabric.SharedTracker(ctx, source, h.SharedInformerFactory().Core().V1().Nodes().Informer())
 }
 
 // NewSource turns the fabric configuration into a fabric source.

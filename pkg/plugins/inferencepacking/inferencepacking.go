@@ -95,16 +95,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := validation.ValidateInferencePackingArgs(validation.ArgsPath(h.ProfileName(), Name), args); err != nil {
 		return nil, err
 	}
-	classes, err := overflow.NewClasses(args.Overflow.ResearchPriorityClasses, args.Overflow.ProductionPriorityClasses,
-		args.Overflow.OverflowNodeSelector, args.Overflow.OverflowTaintKey)
+	classes, err := overflow.ClassesFrom(&args.Overflow)
 	if err != nil {
 		return nil, err
 	}
-	source, err := fabrictopology.NewSource(&args.Fabric)
-	if err != nil {
-		return nil, err
-	}
-	tracker, err := fabric.SharedTracker(ctx, source, h.SharedInformerFactory().Core().V1().Nodes().Informer())
+	tracker, err := fabrictopology.Tracker(ctx, &args.Fabric, h)
 	if err != nil {
 		return nil, err
 	}

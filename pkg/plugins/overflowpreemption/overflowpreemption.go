@@ -84,17 +84,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	metrics.Register()
-	classes, err := overflow.NewClasses(args.Overflow.ResearchPriorityClasses, args.Overflow.ProductionPriorityClasses,
-		args.Overflow.OverflowNodeSelector, args.Overflow.OverflowTaintKey)
-	if err != nil {
-		return nil, err
-	}
-	source, err := fabrictopology.NewSource(&args.Fabric)
+	classes, err := overflow.ClassesFrom(&args.Overflow)
 	if err != nil {
 		return nil, err
 	}
 	informers := h.SharedInformerFactory()
-	tracker, err := fabric.SharedTracker(ctx, source, informers.Core().V1().Nodes().Informer())
+	tracker, err := fabrictopology.Tracker(ctx, &args.Fabric, h)
 	if err != nil {
 		return nil, err
 	}
