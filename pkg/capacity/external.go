@@ -17,6 +17,9 @@ type External interface {
 	// NodeExternal reports whether pods may use the node at all, and the
 	// resources held outside Kubernetes.
 	NodeExternal(node *v1.Node) (usable bool, held map[v1.ResourceName]int64)
+	// Generation changes whenever NodeExternal's answer for an unchanged
+	// node may have changed, so callers can cache answers under it.
+	Generation() uint64
 }
 
 var externals sync.Map // scheduling profile (its framework handle) -> External

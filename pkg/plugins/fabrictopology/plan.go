@@ -195,16 +195,22 @@ type slotCache struct {
 
 type slotEntry struct {
 	shape      string
-	generation int64
+	generation int64  // the NodeInfo's
+	external   uint64 // the External's, 0 without one
 	slots      int
 }
 
 // of returns the slots of every node of the tree for pods like template.
-// With Slurm's view of held GPUs (ext) the answer also depends on the
-// Slurm snapshot, so nothing is cached then.
+// A node's count is cached under its NodeInfo generation and, with an
+// External (Slurm's drained nodes and held GPUs), the External's
+// generation, so between two gangs only changed nodes are counted again.
 func (c *slotCache) of(tree *fabric.Tree, nodes []fwk.NodeInfo, template *v1.Pod, ext capacity.External) []int {
 	shape := capacity.ShapeOf(template)
 	key := shapeKey(template)
+	var extGen uint64
+	if ext != nil {
+		extGen = ext.Generation()
+	}
 	slots := make([]int, tree.NumNodes())
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -217,16 +223,12 @@ func (c *slotCache) of(tree *fabric.Tree, nodes []fwk.NodeInfo, template *v1.Pod
 		if !ok {
 			continue
 		}
-		if ext == nil {
-			if e, ok := c.entries[name]; ok && e.shape == key && e.generation == ni.GetGeneration() {
-				slots[i] = e.slots
-				continue
-			}
+		if e, ok := c.entries[name]; ok && e.shape == key && e.generation == ni.GetGeneration() && e.external == extGen {
+			slots[i] = e.slots
+			continue
 		}
 		slots[i] = shape.SlotsWith(ni, ext)
-		if ext == nil {
-			c.entries[name] = slotEntry{shape: key, generation: ni.GetGeneration(), slots: slots[i]}
-		}
+		c.entries[name] = slotEntry{shape: key, generation: ni.GetGeneration(), external: extGen, slots: slots[i]}
 	}
 	return slots
 }

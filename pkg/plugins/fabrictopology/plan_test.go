@@ -93,3 +93,45 @@ func TestFirstAttempt(t *testing.T) {
 		}
 	}
 }
+
+// external is a capacity.External that takes every GPU of the nodes in
+// drained; gen is its generation.
+type external struct {
+	drained map[string]bool
+	gen     uint64
+	calls   int
+}
+
+func (e *external) NodeExternal(node *v1.Node) (bool, map[v1.ResourceName]int64) {
+	e.calls++
+	return !e.drained[node.Name], nil
+}
+
+func (e *external) Generation() uint64 { return e.gen }
+
+// TestSlotCacheWithExternal: slot counts are cached under the External's
+// generation too, so a node Slurm drains has no slots as soon as the
+// generation changes, and nothing is asked twice while it does not.
+func TestSlotCacheWithExternal(t *testing.T) {
+	tree, infos := cluster(t, 64)
+	template := st.MakePod().Name("m").Req(map[v1.ResourceName]string{"nvidia.com/gpu": "1"}).Obj()
+	ext := &external{drained: map[string]bool{}, gen: 1}
+	var c slotCache
+	first := c.of(tree, infos, template, ext)
+	if ext.calls != len(infos) {
+		t.Fatalf("first count asked the External %d times, want %d", ext.calls, len(infos))
+	}
+	i, _ := tree.NodeIndex("n00003")
+	if first[i] == 0 {
+		// Make n00003 have room, so draining it shows.
+		t.Fatalf("n00003 has no slots before the drain; pick another node")
+	}
+	ext.drained["n00003"] = true
+	if again := c.of(tree, infos, template, ext); again[i] != first[i] || ext.calls != len(infos) {
+		t.Fatalf("same generation: slots %d (want the cached %d), %d External calls (want %d)", again[i], first[i], ext.calls, len(infos))
+	}
+	ext.gen++
+	if after := c.of(tree, infos, template, ext); after[i] != 0 {
+		t.Errorf("after the drain (new generation): n00003 has %d slots, want 0", after[i])
+	}
+}

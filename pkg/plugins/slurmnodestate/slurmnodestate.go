@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -59,6 +60,9 @@ type SlurmNodeState struct {
 	mu       sync.Mutex
 	rejected map[string]*v1.Pod // pods rejected for Slurm reasons, by ns/name
 	failing  bool               // the snapshot was too old at the last check
+	// generation counts new snapshots and changes of failing, what
+	// NodeExternal's answers depend on besides the node.
+	generation atomic.Uint64
 }
 
 var (
@@ -101,8 +105,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, fmt.Errorf("%s: %w", path.Child("endpoint"), err)
 	}
 	pl.cache = cache
+	pl.generation.Store(1) // never 0, the generation of "no External"
 	pl.recorder = h.EventRecorder()
-	cache.OnChange(func(prev, cur *slurm.Snapshot) { pl.snapshotChanged(ctx, cur) })
+	cache.OnChange(func(prev, cur *slurm.Snapshot) {
+		if cur != nil {
+			pl.generation.Add(1)
+		}
+		pl.snapshotChanged(ctx, cur)
+	})
 	capacity.SetExternal(h, pl)
 	go func() {
 		<-ctx.Done()
@@ -190,6 +200,7 @@ func (pl *SlurmNodeState) currentView(logger klog.Logger) view {
 	pl.failing = expired
 	pl.mu.Unlock()
 	if changed {
+		pl.generation.Add(1)
 		v := 0.0
 		if expired {
 			v = 1
@@ -293,6 +304,13 @@ func (pl *SlurmNodeState) NodeExternal(node *v1.Node) (bool, map[v1.ResourceName
 		return true, map[v1.ResourceName]int64{pl.gpu: held}
 	}
 	return true, nil
+}
+
+// Generation changes with every new snapshot and whenever the snapshot
+// becomes too old to trust or current again (checked now).
+func (pl *SlurmNodeState) Generation() uint64 {
+	pl.currentView(klog.Background())
+	return pl.generation.Load()
 }
 
 // snapshotChanged moves the pods Slurm kept off nodes back to the active

@@ -171,7 +171,12 @@ func TestStaleSnapshot(t *testing.T) {
 			if got := filter(t, pl, gpuPod("1"), gpuNode("gpu04")); !strings.Contains(got, "SlurmNodeUnhealthy") {
 				t.Errorf("fresh: gpu04 = %q, want the drained state of the last good snapshot", got)
 			}
+			fresh := pl.Generation()
 			time.Sleep(100 * time.Millisecond)
+			// Going stale changes NodeExternal's answers: a new generation.
+			if pl.Generation() == fresh {
+				t.Errorf("generation %d unchanged when the snapshot became too old", fresh)
+			}
 			if got := filter(t, pl, gpuPod("1"), gpuNode("gpu07")); !strings.HasPrefix(got, tt.wantIdle) {
 				t.Errorf("stale: gpu07 = %q, want prefix %q", got, tt.wantIdle)
 			}
