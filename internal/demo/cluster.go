@@ -104,7 +104,7 @@ func up(ctx context.Context, o *Options, say func(string, ...any)) (c *cluster, 
 	}
 
 	say("starting the ReplicaSet, Deployment and disruption controllers and the node simulators")
-	if err := kcm.Start(ctx, c.home.Config); err != nil {
+	if err := kcm.Start(ctx, c.home.Config, kcm.Set{Workloads: true, Cleanup: true}); err != nil {
 		return c, err
 	}
 	skipOverflow := labels.SelectorFromSet(labels.Set{vnode.LabelType: vnode.TypeValue})

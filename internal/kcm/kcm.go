@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright 2026 The sluice Authors.
 
-// Package kcm runs the kube-controller-manager controllers that overflow
-// depends on (ReplicaSet, Deployment, disruption) in this process, against
-// any apiserver. Tests and the demo use it where evicted pods must be
-// replaced and PodDisruptionBudgets must be enforced for real.
+// Package kcm runs kube-controller-manager controllers in this process,
+// against any apiserver. Tests, the simulator and the demo use it where
+// evicted pods must be replaced, PodDisruptionBudgets enforced, and deleted
+// namespaces and owners cleaned up for real.
 package kcm
 
 import (
@@ -12,21 +12,48 @@ import (
 	"fmt"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
+	"k8s.io/controller-manager/pkg/informerfactory"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/disruption"
+	"k8s.io/kubernetes/pkg/controller/garbagecollector"
+	"k8s.io/kubernetes/pkg/controller/namespace"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
+	"k8s.io/kubernetes/pkg/controller/scheduling/podgroupprotection"
+	"k8s.io/kubernetes/pkg/controller/statefulset"
 )
 
-// Start runs the ReplicaSet, Deployment and disruption controllers until ctx
-// ends. It returns once their informers have synced.
-func Start(ctx context.Context, cfg *rest.Config) error {
+// Set chooses the controllers to run.
+type Set struct {
+	// Workloads runs the ReplicaSet, Deployment, StatefulSet and
+	// disruption controllers: evicted pods get replaced and PDB status is
+	// kept current.
+	Workloads bool
+	// Cleanup runs the namespace and garbage-collector controllers: a
+	// deleted namespace is emptied and removed, and objects whose owner is
+	// gone are deleted, as in a real cluster.
+	Cleanup bool
+}
+
+// discoverySyncPeriod is how often the garbage collector and the REST
+// mapper re-read discovery (CRDs installed later become collectable).
+const discoverySyncPeriod = 10 * time.Second
+
+// Start runs the chosen controllers until ctx ends. It returns once their
+// informers have synced.
+func Start(ctx context.Context, cfg *rest.Config, set Set) error {
 	client := func(agent string) (kubernetes.Interface, error) {
 		return kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), agent))
 	}
@@ -35,33 +62,73 @@ func Start(ctx context.Context, cfg *rest.Config) error {
 		return err
 	}
 	factory := informers.NewSharedInformerFactory(informerClient, 12*time.Hour)
+	var run []func()
+	if set.Workloads {
+		fns, err := workloads(ctx, cfg, client, factory)
+		if err != nil {
+			return err
+		}
+		run = append(run, fns...)
+	}
+	var metadataInformers metadatainformer.SharedInformerFactory
+	if set.Cleanup {
+		fns, mi, err := cleanup(ctx, cfg, client, factory)
+		if err != nil {
+			return err
+		}
+		metadataInformers = mi
+		run = append(run, fns...)
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("controller informer for %v did not sync", typ)
+		}
+	}
+	if metadataInformers != nil {
+		metadataInformers.Start(ctx.Done())
+	}
+	for _, f := range run {
+		go f()
+	}
+	return nil
+}
 
+func workloads(ctx context.Context, cfg *rest.Config, client func(string) (kubernetes.Interface, error), factory informers.SharedInformerFactory) ([]func(), error) {
 	rsClient, err := client("replicaset-controller")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rsc := replicaset.NewReplicaSetController(ctx,
 		factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), rsClient, replicaset.BurstReplicas)
 
 	dClient, err := client("deployment-controller")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dc, err := deployment.NewDeploymentController(ctx,
 		factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), dClient)
 	if err != nil {
-		return fmt.Errorf("deployment controller: %w", err)
+		return nil, fmt.Errorf("deployment controller: %w", err)
 	}
+
+	ssClient, err := client("statefulset-controller")
+	if err != nil {
+		return nil, err
+	}
+	ssc := statefulset.NewStatefulSetController(ctx,
+		factory.Core().V1().Pods(), factory.Apps().V1().StatefulSets(), factory.Core().V1().PersistentVolumeClaims(),
+		factory.Apps().V1().ControllerRevisions(), ssClient)
 
 	pdbClient, err := client("disruption-controller")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(pdbClient.Discovery()))
 	scaleClient, err := scale.NewForConfig(cfg, mapper, dynamic.LegacyAPIPathResolverFunc,
 		scale.NewDiscoveryScaleKindResolver(pdbClient.Discovery()))
 	if err != nil {
-		return fmt.Errorf("scale client: %w", err)
+		return nil, fmt.Errorf("scale client: %w", err)
 	}
 	pdbc := disruption.NewDisruptionController(ctx,
 		factory.Core().V1().Pods(),
@@ -71,15 +138,81 @@ func Start(ctx context.Context, cfg *rest.Config) error {
 		factory.Apps().V1().Deployments(),
 		factory.Apps().V1().StatefulSets(),
 		pdbClient, mapper, scaleClient, pdbClient.Discovery())
+	return []func(){
+		func() { rsc.Run(ctx, 5) },
+		func() { dc.Run(ctx, 5) },
+		func() { ssc.Run(ctx, 2) },
+		func() { pdbc.Run(ctx, 2) },
+	}, nil
+}
 
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("controller informer for %v did not sync", typ)
+func cleanup(ctx context.Context, cfg *rest.Config, client func(string) (kubernetes.Interface, error), factory informers.SharedInformerFactory) ([]func(), metadatainformer.SharedInformerFactory, error) {
+	nsClient, err := client("namespace-controller")
+	if err != nil {
+		return nil, nil, err
+	}
+	nsMetadata, err := metadata.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "namespace-controller"))
+	if err != nil {
+		return nil, nil, err
+	}
+	nsc := namespace.NewNamespaceController(ctx, nsClient, nsMetadata,
+		nsClient.Discovery().ServerPreferredNamespacedResources,
+		factory.Core().V1().Namespaces(), 5*time.Minute, v1.FinalizerKubernetes)
+
+	gcClient, err := client("generic-garbage-collector")
+	if err != nil {
+		return nil, nil, err
+	}
+	gcMetadata, err := metadata.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "generic-garbage-collector"))
+	if err != nil {
+		return nil, nil, err
+	}
+	discovery := memory.NewMemCacheClient(gcClient.Discovery())
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(discovery)
+	mapper.Reset()
+	metadataInformers := metadatainformer.NewSharedInformerFactory(gcMetadata, 0)
+	started := make(chan struct{})
+	close(started) // the shared factories start before the collector runs
+	gc, err := garbagecollector.NewGarbageCollector(ctx, gcClient, gcMetadata, mapper,
+		garbagecollector.DefaultIgnoredResources(),
+		informerfactory.NewInformerFactory(factory, metadataInformers), started)
+	if err != nil {
+		return nil, nil, fmt.Errorf("garbage collector: %w", err)
+	}
+	run := []func(){
+		func() { nsc.Run(ctx, 5) },
+		func() { wait.Until(mapper.Reset, discoverySyncPeriod, ctx.Done()) },
+		func() { gc.Run(ctx, 5, discoverySyncPeriod) },
+		func() { gc.Sync(ctx, gcClient.Discovery(), discoverySyncPeriod) },
+	}
+	// Native PodGroups carry a protection finalizer that only this
+	// controller removes; without it their namespaces never go away.
+	if servesNativePodGroups(gcClient) {
+		pgClient, err := client("podgroup-protection-controller")
+		if err != nil {
+			return nil, nil, err
+		}
+		pgc, err := podgroupprotection.NewPodGroupProtectionController(klog.FromContext(ctx),
+			factory.Scheduling().V1beta1().PodGroups(), factory.Core().V1().Pods(), pgClient)
+		if err != nil {
+			return nil, nil, fmt.Errorf("podgroup protection controller: %w", err)
+		}
+		run = append(run, func() { pgc.Run(ctx, 2) })
+	}
+	return run, metadataInformers, nil
+}
+
+// servesNativePodGroups reports whether the apiserver serves
+// scheduling.k8s.io/v1beta1 PodGroups.
+func servesNativePodGroups(client kubernetes.Interface) bool {
+	list, err := client.Discovery().ServerResourcesForGroupVersion(schedulingv1beta1.SchemeGroupVersion.String())
+	if err != nil {
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "podgroups" {
+			return true
 		}
 	}
-	go rsc.Run(ctx, 5)
-	go dc.Run(ctx, 5)
-	go pdbc.Run(ctx, 2)
-	return nil
+	return false
 }

@@ -98,7 +98,7 @@ func NewEnv(ctx context.Context, policy Policy, opts EnvOptions) (env *Env, err 
 		return nil, err
 	}
 	if opts.Controllers {
-		if err := kcm.Start(ctx, cp.Config); err != nil {
+		if err := kcm.Start(ctx, cp.Config, kcm.Set{Workloads: true}); err != nil {
 			e.Close()
 			return nil, err
 		}
