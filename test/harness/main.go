@@ -4,14 +4,12 @@
 package harness
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -32,8 +30,8 @@ const VerbosityEnv = "SLUICE_TEST_V"
 
 // redirectLogs sends the logs of the in-process components (apiserver,
 // etcd, scheduler, controllers) to a file, so test output stays readable;
-// when the package fails, the file's tail is printed. The returned func
-// restores stderr logging.
+// a failing test prints the lines about its own namespaces and nodes. The
+// returned func restores stderr logging.
 func redirectLogs() (string, func(*int)) {
 	if os.Getenv(LogEnv) == "stderr" {
 		return "", func(*int) {}
@@ -52,33 +50,16 @@ func redirectLogs() (string, func(*int)) {
 	if v := os.Getenv(VerbosityEnv); v != "" {
 		_ = fs.Set("v", v)
 	}
+	setLogPath(f.Name())
 	return f.Name(), func(code *int) {
 		klog.Flush()
 		klog.LogToStderr(true)
 		_ = f.Close()
 		if *code != 0 {
-			printTail(f.Name(), 150)
-		}
-		fmt.Fprintf(os.Stderr, "harness: component logs: %s (set %s=stderr to see them live)\n", f.Name(), LogEnv)
-	}
-}
-
-func printTail(file string, lines int) {
-	f, err := os.Open(file)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	var tail []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		tail = append(tail, sc.Text())
-		if len(tail) > lines {
-			tail = tail[1:]
+			// Each failing test printed its own lines (see tellStory).
+			fmt.Fprintf(os.Stderr, "harness: component logs of the whole package: %s (set %s=stderr to see them live)\n", f.Name(), LogEnv)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "harness: last %d lines of component logs:\n%s\n", len(tail), strings.Join(tail, "\n"))
 }
 
 // ControlPlane is etcd plus kube-apiserver in the test process.
@@ -118,9 +99,10 @@ type mainOptions struct {
 	remote         *nodesim.Options
 }
 
-// WithControllers runs the ReplicaSet, Deployment and disruption
-// controllers for the package's tests (evicted pods get replaced, PDB
-// status is kept current).
+// WithControllers runs the ReplicaSet, Deployment, StatefulSet and
+// disruption controllers for the package's tests (evicted pods get
+// replaced, PDB status is kept current). The namespace controller and the
+// garbage collector run in every package.
 func WithControllers() Option { return func(o *mainOptions) { o.controllers = true } }
 
 // WithNodeSimulator runs a node simulator that marks pods bound to
@@ -192,11 +174,11 @@ func runMain(m *testing.M, o mainOptions) (code int) {
 			return 1
 		}
 	}
-	if o.controllers {
-		if err := kcm.Start(ctx, cp.Config); err != nil {
-			fmt.Fprintf(os.Stderr, "harness: controllers: %v\n", err)
-			return 1
-		}
+	// The namespace controller and the garbage collector always run, so a
+	// test's namespace is really emptied and removed when it ends.
+	if err := kcm.Start(ctx, cp.Config, kcm.Set{Workloads: o.controllers, Cleanup: true}); err != nil {
+		fmt.Fprintf(os.Stderr, "harness: controllers: %v\n", err)
+		return 1
 	}
 	if o.nodeSim != nil {
 		if _, err := nodesim.Start(ctx, cp.Client, *o.nodeSim); err != nil {

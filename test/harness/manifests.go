@@ -58,7 +58,9 @@ func DecodeYAML(t testing.TB, data []byte) []*unstructured.Unstructured {
 }
 
 // CreateObjects creates namespaces and CRDs first (waiting until CRDs are
-// served), then everything else, with strict field validation.
+// served), then everything else, with strict field validation. Namespaces
+// it creates belong to the test (see OwnNamespace); cluster-scoped objects
+// stay.
 func CreateObjects(t testing.TB, cp *ControlPlane, objs []*unstructured.Unstructured) {
 	t.Helper()
 	ctx := context.Background()
@@ -86,6 +88,11 @@ func CreateObjects(t testing.TB, cp *ControlPlane, objs []*unstructured.Unstruct
 			}
 			if _, err := ri.Create(ctx, o, metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
 				t.Fatalf("creating %s %s/%s: %v", gvk.Kind, o.GetNamespace(), o.GetName(), err)
+			}
+			if o.GetKind() == "Namespace" {
+				// The test owns the namespace: it is deleted, with
+				// everything created in it, when the test ends.
+				OwnNamespace(t, cp.Client, o.GetName())
 			}
 			if o.GetKind() == "CustomResourceDefinition" {
 				waitEstablished(t, dyn, o.GetName())

@@ -5,13 +5,10 @@ package harness
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -174,66 +171,6 @@ func (b *PodBuilder) TolerateOverflow() *PodBuilder {
 
 // Obj returns the pod.
 func (b *PodBuilder) Obj() *v1.Pod { return b.pod.DeepCopy() }
-
-// NewNamespace creates a namespace for one test and deletes it when the
-// test ends.
-func NewNamespace(t testing.TB, cs kubernetes.Interface) string {
-	t.Helper()
-	base := strings.ToLower(t.Name())
-	base = strings.Map(func(r rune) rune {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			return r
-		}
-		return '-'
-	}, base)
-	if len(base) > 40 {
-		base = base[:40]
-	}
-	name := fmt.Sprintf("%s-%s", strings.Trim(base, "-"), rand.String(5))
-	_, err := cs.CoreV1().Namespaces().Create(context.Background(),
-		&v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		// No namespace controller runs: delete the workloads and pods here,
-		// so pending pods of this test never reach the next test's
-		// scheduler.
-		ctx := context.Background()
-		now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-		_ = cs.AppsV1().Deployments(name).DeleteCollection(ctx, now, metav1.ListOptions{})
-		_ = cs.AppsV1().ReplicaSets(name).DeleteCollection(ctx, now, metav1.ListOptions{})
-		_ = cs.PolicyV1().PodDisruptionBudgets(name).DeleteCollection(ctx, now, metav1.ListOptions{})
-		_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, now, metav1.ListOptions{})
-		_ = cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
-	})
-	return name
-}
-
-// CreateNodes creates nodes (status included, as a kubelet registers them)
-// and deletes them when the test ends.
-func CreateNodes(t testing.TB, cs kubernetes.Interface, nodes ...*v1.Node) {
-	t.Helper()
-	ctx := context.Background()
-	for _, n := range nodes {
-		created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("creating node %s: %v", n.Name, err)
-		}
-		// Some apiserver versions drop status on create; make sure it is set.
-		created.Status = n.Status
-		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("setting status of node %s: %v", n.Name, err)
-		}
-		name := n.Name
-		t.Cleanup(func() {
-			err := cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting node %s: %v", name, err)
-			}
-		})
-	}
-}
 
 // CreatePods creates pods.
 func CreatePods(t testing.TB, cs kubernetes.Interface, pods ...*v1.Pod) {

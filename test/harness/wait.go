@@ -7,11 +7,13 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -89,25 +91,39 @@ func WaitForPodsUnschedulable(t testing.TB, cs kubernetes.Interface, ns string, 
 	return messages
 }
 
-// ExpectPodsPending checks that the named pods stay unbound for d.
-func ExpectPodsPending(t testing.TB, cs kubernetes.Interface, ns string, d time.Duration, names ...string) {
+// ExpectNeverBound fails the test if any of the named pods in ns is bound
+// to a node at any moment from now until the test ends, or until the
+// returned func is called (checked at every change of the pods, not by
+// sampling). Pair it with a wait for the scheduler's decision (e.g. a
+// FailedScheduling or NoOverflowClaim event), so the test knows the pods
+// were considered.
+func ExpectNeverBound(t testing.TB, cs kubernetes.Interface, ns string, names ...string) (stop func()) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		for _, name := range names {
-			pod, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatalf("getting pod %s: %v", name, err)
-			}
-			if pod.Spec.NodeName != "" {
-				t.Fatalf("pod %s was bound to %s, want it pending", name, pod.Spec.NodeName)
-			}
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
+	watched := map[string]bool{}
+	for _, n := range names {
+		watched[n] = true
 	}
+	var violations Violations
+	var mu sync.Mutex
+	armed := true
+	WatchPods(t, cs, ns, func(e PodEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p := e.New; armed && p != nil && watched[p.Name] && p.Spec.NodeName != "" && (e.Old == nil || e.Old.Spec.NodeName == "") {
+			violations.Addf("pod %s/%s was bound to %s; it must stay pending", ns, p.Name, p.Spec.NodeName)
+		}
+	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			mu.Lock()
+			armed = false
+			mu.Unlock()
+			violations.Check(t)
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func podScheduledCondition(pod *v1.Pod) *v1.PodCondition {
@@ -182,4 +198,22 @@ func ObjectEvents(t testing.TB, cs kubernetes.Interface, ns, kind, name string) 
 		out = append(out, e.Reason+": "+e.Message)
 	}
 	return out
+}
+
+// WaitForPodsGone waits until the named pods in ns no longer exist.
+func WaitForPodsGone(t testing.TB, cs kubernetes.Interface, ns string, names ...string) {
+	t.Helper()
+	var left []string
+	Eventually(t, DefaultTimeout, func(ctx context.Context) (bool, error) {
+		left = nil
+		for _, name := range names {
+			_, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err == nil {
+				left = append(left, name)
+			} else if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+		return len(left) == 0, nil
+	}, func() string { return fmt.Sprintf("pods still there: %v", left) })
 }

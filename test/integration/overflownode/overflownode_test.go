@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -93,11 +95,16 @@ var rbacOnce sync.Once
 func nodeClient(t *testing.T, cp *harness.ControlPlane) kubernetes.Interface {
 	t.Helper()
 	rbacOnce.Do(func() {
-		ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sluice-system"}}
-		if _, err := cp.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
+		harness.SharedNamespace(t, cp.Client, "sluice-system")
+		// Only the RBAC: the node runs in this process, not as the
+		// manifests' Deployment.
+		var rbac []*unstructured.Unstructured
+		for _, o := range harness.Kustomize(t, filepath.Join(harness.ModuleRoot(t), "manifests", "overflow-node")) {
+			if o.GroupVersionKind().Group == "rbac.authorization.k8s.io" || o.GetKind() == "ServiceAccount" {
+				rbac = append(rbac, o)
+			}
 		}
-		harness.CreateObjects(t, cp, harness.Kustomize(t, filepath.Join(harness.ModuleRoot(t), "manifests", "overflow-node")))
+		harness.CreateObjects(t, cp, rbac)
 	})
 	kubeconfig, err := cp.KubeconfigAs(t.TempDir(), "system:serviceaccount:sluice-system:sluice-overflow-node",
 		"system:serviceaccounts", "system:serviceaccounts:sluice-system", "system:authenticated")
@@ -250,60 +257,54 @@ func nodeReady(t *testing.T, cp *harness.ControlPlane, name string) (bool, resou
 	return false, gpus
 }
 
-// readinessWatch samples home and remote pods for the whole test and
-// records every time a home pod on the overflow node was Ready while its
-// remote pod was not (home is read first: a home pod Ready at t1 must have
-// a Ready remote pod at t2 > t1, as remote pods here never lose readiness).
+// readinessWatch checks, at every change of a home pod on the overflow
+// node, that a home pod turns Ready only once its remote pod is Ready:
+// when a home pod becomes Ready, its remote pod must be Ready as the
+// remote cluster's watch has shown it, or (that watch may lag) as a
+// direct read of the remote pod shows it.
 type readinessWatch struct {
-	cancel     context.CancelFunc
-	done       chan struct{}
-	violations []string
-	samples    int
+	violations harness.Violations
+	turned     atomic.Int32 // home pods seen turning Ready
 }
 
 func watchReadiness(t *testing.T, cp, rcp *harness.ControlPlane, ns, node string) *readinessWatch {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &readinessWatch{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for ctx.Err() == nil {
-			home, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
-			if err != nil {
-				continue
-			}
-			remote, err := rcp.Client.CoreV1().Pods(remoteNamespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelNode + "=" + node})
-			if err != nil {
-				continue
-			}
-			remoteReady := map[string]bool{}
-			for i := range remote.Items {
-				remoteReady[remote.Items[i].Name] = ready(&remote.Items[i]) && remote.Items[i].DeletionTimestamp == nil
-			}
-			for i := range home.Items {
-				p := &home.Items[i]
-				if ready(p) && !remoteReady[provider.IDFor(p.UID)] {
-					w.violations = append(w.violations, fmt.Sprintf("%s Ready at home while remote %s is not", p.Name, provider.IDFor(p.UID)))
-				}
-			}
-			w.samples++
-			time.Sleep(50 * time.Millisecond)
+	w := &readinessWatch{}
+	var mu sync.Mutex
+	remoteReady := map[string]bool{}
+	harness.WatchPods(t, rcp.Client, remoteNamespace, func(e harness.PodEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.New != nil && ready(e.New) {
+			remoteReady[e.New.Name] = true
 		}
-	}()
-	t.Cleanup(cancel)
+	})
+	harness.WatchPods(t, cp.Client, ns, func(e harness.PodEvent) {
+		if e.New == nil || e.New.Spec.NodeName != node || !ready(e.New) || (e.Old != nil && ready(e.Old)) {
+			return
+		}
+		w.turned.Add(1)
+		id := provider.IDFor(e.New.UID)
+		mu.Lock()
+		seen := remoteReady[id]
+		mu.Unlock()
+		if seen {
+			return
+		}
+		r, err := rcp.Client.CoreV1().Pods(remoteNamespace).Get(context.Background(), id, metav1.GetOptions{})
+		if err != nil || !ready(r) {
+			w.violations.Addf("%s turned Ready at home while its remote pod %s is not Ready (%v)", e.New.Name, id, err)
+		}
+	})
 	return w
 }
 
 func (w *readinessWatch) check(t *testing.T) {
 	t.Helper()
-	w.cancel()
-	<-w.done
-	if w.samples < 10 {
-		t.Errorf("readiness watch took only %d samples", w.samples)
+	if w.turned.Load() == 0 {
+		t.Errorf("readiness watch saw no home pod on the overflow node turn Ready")
 	}
-	for _, v := range w.violations {
-		t.Error(v)
-	}
+	w.violations.Check(t)
 }
 
 // TestOverflowedDeploymentRunsRemotely: a node full of production; a
@@ -561,8 +562,9 @@ func TestProviderDown(t *testing.T) {
 		return !ok && gpus.IsZero(), nil
 	}, func() string { return "overflow node NotReady with no GPUs while its only provider is down" })
 
+	waits := harness.ExpectNeverBound(t, cp.Client, ns, "train")
 	harness.CreatePods(t, cp.Client, harness.Pod(ns, "train").Scheduler("sluice-research").PriorityClass("research").GPUs(8).Obj())
-	harness.ExpectPodsPending(t, cp.Client, ns, 8*time.Second, "train")
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "train", "NoOverflowClaim")
 	for _, p := range homePods(t, cp, ns, "llm") {
 		if !original[string(p.UID)] || p.DeletionTimestamp != nil {
 			t.Fatalf("production pod %s was evicted while the overflow node had no healthy provider", p.Name)
@@ -572,6 +574,7 @@ func TestProviderDown(t *testing.T) {
 		t.Errorf("provider received %d workloads while down", len(srv.IDs()))
 	}
 
+	waits()
 	srv.SetHealthy(true)
 	harness.WaitForPodsBound(t, cp.Client, ns, "train")
 	harness.Eventually(t, 90*time.Second, func(context.Context) (bool, error) {

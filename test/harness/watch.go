@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// PodEvent is one change of a pod as an informer delivers it: Old is nil
+// for an addition, New is nil for a deletion.
+type PodEvent struct {
+	Old, New *v1.Pod
+}
+
+// Pod is the pod after the event (before it, for a deletion).
+func (e PodEvent) Pod() *v1.Pod {
+	if e.New != nil {
+		return e.New
+	}
+	return e.Old
+}
+
+// WatchPods calls handle for every change of every pod in namespace ns
+// ("" for all) from now until the test ends, in the order the apiserver
+// made them, one call at a time: an invariant checked there is checked at
+// every step, not at the moments a poll happens to look. It returns once
+// the existing pods have been delivered as additions.
+func WatchPods(t testing.TB, cs kubernetes.Interface, ns string, handle func(PodEvent)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	var mu sync.Mutex
+	call := func(e PodEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		handle(e)
+	}
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p, ok := obj.(*v1.Pod); ok {
+				call(PodEvent{New: p})
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1.Pod)
+			n, ok2 := newObj.(*v1.Pod)
+			if ok1 && ok2 {
+				call(PodEvent{Old: o, New: n})
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if p, ok := obj.(*v1.Pod); ok {
+				call(PodEvent{Old: p})
+			}
+		},
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("watching pods: %v", err)
+	}
+	factory.Start(ctx.Done())
+	// Wait until the handler has seen every existing pod, not only until
+	// the store is filled.
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		cancel()
+		t.Fatal("pod watch did not sync")
+	}
+	t.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+	})
+}
+
+// Violations collects invariant violations seen by watchers, to be
+// reported at the end of a test (or earlier, with Check).
+type Violations struct {
+	mu   sync.Mutex
+	list []string
+}
+
+// Addf records a violation.
+func (v *Violations) Addf(format string, args ...any) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.list = append(v.list, fmt.Sprintf(format, args...))
+}
+
+// Check fails the test with every violation recorded so far.
+func (v *Violations) Check(t testing.TB) {
+	t.Helper()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, s := range v.list {
+		t.Error(s)
+	}
+}
+
+// IsReady reports whether the pod's Ready condition is True.
+func IsReady(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
