@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/sluice-sched/sluice/pkg/metrics"
 )
@@ -31,6 +32,9 @@ type CacheConfig struct {
 	// fetched even if slurmrestd says nothing changed, so a missed change
 	// (clock skew on old versions without last_update) cannot linger.
 	FullRefreshEvery int
+	// Clock measures snapshot ages (a fake one in tests); nil is the
+	// real clock.
+	Clock clock.PassiveClock
 }
 
 // Cache polls slurmrestd into a snapshot that scheduling reads without
@@ -59,6 +63,9 @@ func NewCache(client *Client, cfg CacheConfig) *Cache {
 	if cfg.FullRefreshEvery <= 0 {
 		cfg.FullRefreshEvery = 30
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	return &Cache{client: client, cfg: cfg}
 }
 
@@ -81,7 +88,7 @@ func (c *Cache) Snapshot() (*Snapshot, time.Duration, error) {
 	if c.snap == nil {
 		return nil, 0, c.lastErr
 	}
-	return c.snap, time.Since(c.goodAt), c.lastErr
+	return c.snap, c.cfg.Clock.Since(c.goodAt), c.lastErr
 }
 
 // Run polls until ctx ends: once at once, then every interval.
@@ -107,12 +114,12 @@ func (c *Cache) Poll(ctx context.Context) error {
 	if c.polls%c.cfg.FullRefreshEvery == 0 {
 		updateTime = 0
 	}
-	start := time.Now()
+	start := c.cfg.Clock.Now()
 	res, err := c.client.Nodes(ctx, updateTime)
 	if errors.Is(err, errRetryFull) {
 		res, err = c.client.Nodes(ctx, 0)
 	}
-	metrics.SlurmPollDuration.Observe(time.Since(start).Seconds())
+	metrics.SlurmPollDuration.Observe(c.cfg.Clock.Since(start).Seconds())
 	if err != nil {
 		metrics.SlurmPollErrors.WithLabelValues(Kind(err)).Inc()
 		c.mu.Lock()
@@ -120,7 +127,7 @@ func (c *Cache) Poll(ctx context.Context) error {
 		listeners := c.listeners
 		age := time.Duration(0)
 		if c.snap != nil {
-			age = time.Since(c.goodAt)
+			age = c.cfg.Clock.Since(c.goodAt)
 		}
 		c.mu.Unlock()
 		metrics.SlurmSnapshotAge.Set(age.Seconds())

@@ -29,7 +29,7 @@ type fakeRestd struct {
 	changedAt   int64
 	fail500     bool   // answer update_time requests with HTTP 500
 	body        string // answer everything with this body instead
-	delay       time.Duration
+	hang        bool   // answer nothing until the client gives up
 	requests    []string
 	tokensSeen  []string
 	lastUpdated bool // include last_update (v0.0.40+)
@@ -40,8 +40,9 @@ func (f *fakeRestd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, r.URL.RequestURI())
 	f.tokensSeen = append(f.tokensSeen, r.Header.Get("X-SLURM-USER-TOKEN"))
-	if f.delay > 0 {
-		time.Sleep(f.delay)
+	if f.hang {
+		<-r.Context().Done()
+		return
 	}
 	if f.token != "" && r.Header.Get("X-SLURM-USER-TOKEN") != f.token {
 		w.WriteHeader(http.StatusUnauthorized)
@@ -167,9 +168,13 @@ func TestTokenFileIsReadAgainWhenItChanges(t *testing.T) {
 	if Kind(err) != ErrKindAuth || strings.Contains(err.Error(), "one") {
 		t.Fatalf("with a stale token: err %v (kind %s); want an auth error that does not show the token", err, Kind(err))
 	}
-	// Rotate the file (a new mtime and size).
-	time.Sleep(10 * time.Millisecond)
+	// Rotate the file (a new size, and an mtime set later than the last
+	// read's, as a real rotation some time after would have).
 	if err := os.WriteFile(file, []byte("two-rotated"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(file, later, later); err != nil {
 		t.Fatal(err)
 	}
 	fake.mu.Lock()
@@ -226,7 +231,7 @@ func TestFailuresAreClassified(t *testing.T) {
 		kind string
 	}{
 		{"garbage", &fakeRestd{version: "v0.0.38", body: "<html>proxy error</html>"}, ErrKindGarbage},
-		{"slow", &fakeRestd{version: "v0.0.38", nodes: twoNodes, delay: 300 * time.Millisecond}, ErrKindTimeout},
+		{"slow", &fakeRestd{version: "v0.0.38", nodes: twoNodes, hang: true}, ErrKindTimeout},
 		{"no such version", &fakeRestd{version: "v0.0.41", nodes: twoNodes}, ErrKindConfig},
 	}
 	for _, tt := range tests {

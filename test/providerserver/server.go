@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/clock"
 
 	"github.com/sluice-sched/sluice/pkg/overflow/provider"
 	"github.com/sluice-sched/sluice/pkg/overflow/provider/httpprovider"
@@ -33,6 +34,7 @@ type Server struct {
 	healthy    bool
 	capacity   map[string]string
 	startDelay time.Duration
+	clock      clock.PassiveClock
 	workloads  map[string]*entry
 	creates    int
 }
@@ -52,11 +54,17 @@ type Options struct {
 	Capacity map[string]string
 	// StartDelay is how long a workload stays Pending.
 	StartDelay time.Duration
+	// Clock measures StartDelay (a fake one in unit tests); nil is the
+	// real clock.
+	Clock clock.PassiveClock
 }
 
 // Start starts a server on a loopback port.
 func Start(o Options) *Server {
-	s := &Server{token: o.Token, healthy: true, capacity: o.Capacity, startDelay: o.StartDelay, workloads: map[string]*entry{}}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	s := &Server{token: o.Token, healthy: true, capacity: o.Capacity, startDelay: o.StartDelay, clock: o.Clock, workloads: map[string]*entry{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/health", s.health)
 	mux.HandleFunc("GET /v1/capacity", s.capacityHandler)
@@ -189,7 +197,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.workload(id, e))
 		return
 	}
-	e := &entry{req: req, created: time.Now(), phase: provider.Pending}
+	e := &entry{req: req, created: s.clock.Now(), phase: provider.Pending}
 	s.workloads[id] = e
 	s.creates++
 	writeJSON(w, http.StatusCreated, s.workload(id, e))
@@ -269,7 +277,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 // workload is e as the contract reports it; a workload is Running and
 // Ready once its start delay has passed.
 func (s *Server) workload(id string, e *entry) provider.Workload {
-	if e.phase == provider.Pending && time.Since(e.created) >= s.startDelay {
+	if e.phase == provider.Pending && s.clock.Since(e.created) >= s.startDelay {
 		e.phase = provider.Running
 	}
 	w := provider.Workload{ID: id, Node: e.req.Node, Pod: e.req.Pod, Phase: e.phase, Message: e.message}

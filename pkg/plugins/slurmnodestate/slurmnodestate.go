@@ -192,6 +192,13 @@ type view struct {
 
 // currentView reads the cache and tells whether to fail closed or open.
 func (pl *SlurmNodeState) currentView(logger klog.Logger) view {
+	v, _ := pl.refreshView(logger)
+	return v
+}
+
+// refreshView is currentView that also says whether the snapshot just
+// became too old to trust, or current again.
+func (pl *SlurmNodeState) refreshView(logger klog.Logger) (view, bool) {
 	snap, age, lastErr := pl.cache.Snapshot()
 	expired := snap == nil || age > pl.maxAge
 	mode := string(pl.args.FailureMode)
@@ -211,9 +218,12 @@ func (pl *SlurmNodeState) currentView(logger klog.Logger) view {
 		} else {
 			logger.Info("Slurm state is current again")
 		}
+		// Whoever notices first (a scheduling cycle or the poller), the
+		// pods rejected under the old verdict are retried under the new.
+		pl.retryRejected(logger)
 	}
 	if !expired {
-		return view{snap: snap}
+		return view{snap: snap}, changed
 	}
 	why := "no snapshot of Slurm's node state yet"
 	if snap != nil {
@@ -223,9 +233,9 @@ func (pl *SlurmNodeState) currentView(logger klog.Logger) view {
 		why += fmt.Sprintf("; last poll: %v", lastErr)
 	}
 	if pl.args.FailureMode == config.SlurmFailOpen {
-		return view{open: true, why: why}
+		return view{open: true, why: why}, changed
 	}
-	return view{snap: snap, stale: true, why: why}
+	return view{snap: snap, stale: true, why: why}, changed
 }
 
 // PostBind puts an Event on a pod bound while Slurm's state was too old to
@@ -317,18 +327,26 @@ func (pl *SlurmNodeState) Generation() uint64 {
 // queue: the change (or the failed poll that made the state too old to
 // trust) may make them schedulable, or unschedulable somewhere else.
 func (pl *SlurmNodeState) snapshotChanged(ctx context.Context, cur *slurm.Snapshot) {
-	pl.mu.Lock()
-	pods := pl.rejected
-	if cur == nil && !pl.failing {
-		// A failed poll changes nothing until the state gets too old.
-		pl.mu.Unlock()
+	logger := klog.FromContext(ctx)
+	if cur == nil {
+		// A failed poll changes nothing until it makes the state too old
+		// to trust; checked here, as no scheduling cycle may come to
+		// notice (refreshView retries the rejected pods when it does).
+		pl.refreshView(logger)
 		return
 	}
+	pl.retryRejected(logger)
+}
+
+// retryRejected moves the pods Slurm kept off nodes to the active queue.
+func (pl *SlurmNodeState) retryRejected(logger klog.Logger) {
+	pl.mu.Lock()
+	pods := pl.rejected
 	pl.rejected = map[string]*v1.Pod{}
 	pl.mu.Unlock()
-	if len(pods) > 0 {
-		klog.FromContext(ctx).V(4).Info("Slurm state changed; retrying pods it rejected", "pods", len(pods))
-		pl.handle.Activate(klog.FromContext(ctx), pods)
+	if len(pods) > 0 && pl.handle != nil {
+		logger.V(4).Info("Slurm state changed; retrying pods it rejected", "pods", len(pods))
+		pl.handle.Activate(logger, pods)
 	}
 }
 

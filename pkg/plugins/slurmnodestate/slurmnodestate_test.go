@@ -21,6 +21,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/slurm"
@@ -46,7 +47,7 @@ func (r *restd) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // newPlugin builds the plugin over a fake slurmrestd serving the fixture
 // (gpu01 MIXED with 2 of 8 GPUs in jobs, gpu04 IDLE+DRAIN "maintenance",
 // gpu05 DOWN, gpu06 MIXED+DRAIN, gpu07 IDLE, gpu08 DOWN+NOT_RESPONDING).
-func newPlugin(t *testing.T, mode config.SlurmFailureMode, maxStaleness time.Duration) (*SlurmNodeState, *restd) {
+func newPlugin(t *testing.T, mode config.SlurmFailureMode, maxStaleness time.Duration) (*SlurmNodeState, *restd, *testingclock.FakePassiveClock) {
 	t.Helper()
 	body, err := os.ReadFile(filepath.Join("..", "..", "slurm", "testdata", "responses", "slurm-nodes-v0.0.38.json"))
 	if err != nil {
@@ -63,7 +64,8 @@ func newPlugin(t *testing.T, mode config.SlurmFailureMode, maxStaleness time.Dur
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := slurm.NewCache(client, slurm.CacheConfig{Interval: time.Hour})
+	clk := testingclock.NewFakePassiveClock(time.Now())
+	cache := slurm.NewCache(client, slurm.CacheConfig{Interval: time.Hour, Clock: clk})
 	if err := cache.Poll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func newPlugin(t *testing.T, mode config.SlurmFailureMode, maxStaleness time.Dur
 		unhealth: []string{"DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "MAINTENANCE"},
 		maxAge:   maxStaleness,
 		rejected: map[string]*v1.Pod{},
-	}, fake
+	}, fake, clk
 }
 
 func gpuNode(name string, labels ...string) *v1.Node {
@@ -113,7 +115,7 @@ func filter(t *testing.T, pl *SlurmNodeState, pod *v1.Pod, node *v1.Node, runnin
 }
 
 func TestFilter(t *testing.T) {
-	pl, _ := newPlugin(t, config.SlurmFailClosed, time.Minute)
+	pl, _, _ := newPlugin(t, config.SlurmFailClosed, time.Minute)
 	shared := []string{"sluice.dev/slurm-shared", "true"}
 	tests := []struct {
 		name    string
@@ -162,7 +164,7 @@ func TestStaleSnapshot(t *testing.T) {
 		{config.SlurmFailOpen, "Success", "Success"},
 	} {
 		t.Run(string(tt.mode), func(t *testing.T) {
-			pl, fake := newPlugin(t, tt.mode, 50*time.Millisecond)
+			pl, fake, clk := newPlugin(t, tt.mode, time.Minute)
 			fake.mu.Lock()
 			fake.down = true
 			fake.mu.Unlock()
@@ -172,7 +174,7 @@ func TestStaleSnapshot(t *testing.T) {
 				t.Errorf("fresh: gpu04 = %q, want the drained state of the last good snapshot", got)
 			}
 			fresh := pl.Generation()
-			time.Sleep(100 * time.Millisecond)
+			clk.SetTime(clk.Now().Add(time.Minute + time.Second))
 			// Going stale changes NodeExternal's answers: a new generation.
 			if pl.Generation() == fresh {
 				t.Errorf("generation %d unchanged when the snapshot became too old", fresh)
@@ -216,7 +218,7 @@ func TestStaleSnapshot(t *testing.T) {
 }
 
 func TestScore(t *testing.T) {
-	pl, _ := newPlugin(t, config.SlurmFailClosed, time.Minute)
+	pl, _, _ := newPlugin(t, config.SlurmFailClosed, time.Minute)
 	state := framework.NewCycleState()
 	pod := gpuPod("1")
 	if _, s := pl.PreFilter(context.Background(), state, pod, nil); !s.IsSuccess() {
@@ -244,7 +246,7 @@ func TestScore(t *testing.T) {
 // requeueing: pods rejected for Slurm reasons are handed to the activator
 // when the snapshot changes, once.
 func TestRejectedPodsAreForgottenOnChange(t *testing.T) {
-	pl, _ := newPlugin(t, config.SlurmFailClosed, time.Minute)
+	pl, _, _ := newPlugin(t, config.SlurmFailClosed, time.Minute)
 	act := &activator{}
 	pl.handle = act
 	filter(t, pl, gpuPod("1"), gpuNode("gpu04"))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -108,8 +107,8 @@ func TestPlacementScenarios(t *testing.T) {
 				for _, s := range tt.steps {
 					pods := createGang(t, cp, ns, api, s.gang)
 					if s.wantPending {
+						harness.ExpectNeverBound(t, cp.Client, ns, pods...)
 						harness.WaitForPodsUnschedulable(t, cp.Client, ns, pods...)
-						harness.ExpectPodsPending(t, cp.Client, ns, 2*time.Second, pods...)
 						harness.WaitForEvent(t, cp.Client, ns, "PodGroup", s.gang.name, s.wantMessage...)
 						cond := podGroupCondition(t, cp, ns, api, s.gang.name, "sluice.dev/FabricPlaced")
 						for _, want := range s.wantMessage {

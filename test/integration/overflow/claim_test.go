@@ -161,8 +161,8 @@ func TestOverflowUnavailable(t *testing.T) {
 				before[p.UID] = true
 			}
 			gang := researchGang(t, cp, ns, "wait", 8, 8)
+			harness.ExpectNeverBound(t, cp.Client, ns, gang...)
 			harness.WaitForEvent(t, cp.Client, ns, "Pod", gang[0], "NoOverflowClaim", tt.want)
-			harness.ExpectPodsPending(t, cp.Client, ns, 3*time.Second, gang...)
 			for _, p := range podsOf(t, cp, ns, "serve") {
 				if !before[p.UID] {
 					t.Fatalf("production pod %s is new: something was evicted", p.Name)
@@ -196,9 +196,9 @@ func TestNeverAnnotatedPodIsNeverAVictim(t *testing.T) {
 		t.Fatalf("research took %s, the node of the never-evict pod", node)
 	}
 	waitPlaced(t, cp, ns, "movable", 1, func(n string) bool { return n == "nv-overflow" }, "on the overflow node")
+	harness.ExpectNeverBound(t, cp.Client, ns, "worker-2")
 	research("worker-2")
 	harness.WaitForEvent(t, cp.Client, ns, "Pod", "worker-2", "NoOverflowClaim")
-	harness.ExpectPodsPending(t, cp.Client, ns, 3*time.Second, "worker-2")
 	if now := podsOf(t, cp, ns, "keep"); len(now) != 1 || now[0].UID != kept.UID {
 		t.Fatalf("the never-evict pod was replaced: %v", now)
 	}

@@ -109,8 +109,13 @@ func (e slurmEnv) resumeAll(t *testing.T) {
 	}
 }
 
+// maxStaleness is how long the tests trust a snapshot: long against a
+// poll every second (a slow machine never makes a healthy Slurm look
+// stale), short enough that waiting for it once is cheap.
+const maxStaleness = 15
+
 // slurmArgs are SlurmNodeState's args for the live cluster: poll every
-// second, trust a snapshot for 4 s.
+// second, trust a snapshot for maxStaleness seconds.
 func (e slurmEnv) slurmArgs(endpoint, tokenFile string) *configv1.SlurmNodeStateArgs {
 	return &configv1.SlurmNodeStateArgs{
 		Endpoint:              ptr.To(endpoint),
@@ -118,9 +123,65 @@ func (e slurmEnv) slurmArgs(endpoint, tokenFile string) *configv1.SlurmNodeState
 		TokenFile:             ptr.To(tokenFile),
 		PollIntervalSeconds:   ptr.To[int64](1),
 		RequestTimeoutSeconds: ptr.To[int64](2),
-		MaxStalenessSeconds:   ptr.To[int64](4),
+		MaxStalenessSeconds:   ptr.To[int64](maxStaleness),
 		ManagedNodeLabel:      ptr.To("sluice.dev/slurm-managed"),
 	}
+}
+
+// waitSchedulerSees waits until the scheduler's Slurm snapshot shows what
+// the test did to a node: a probe pod that may only go to that node (and
+// needs gpus GPUs) gets a FailedScheduling event containing every string
+// of want. A probe placed before the snapshot caught up is bound; it is
+// deleted and another probe tries. The last probe is deleted before this
+// returns, so it takes nothing from the test.
+func waitSchedulerSees(t *testing.T, cp *harness.ControlPlane, ns, node string, gpus int, want ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(harness.DefaultTimeout)
+	for attempt := 0; ; attempt++ {
+		name := fmt.Sprintf("probe-%s-%d", node, attempt)
+		probe := harness.Pod(ns, name).GPUs(gpus).Obj()
+		probe.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
+		harness.CreatePods(t, cp.Client, probe)
+		var seen string
+		harness.Eventually(t, harness.DefaultTimeout, func(ctx context.Context) (bool, error) {
+			p, err := cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if p.Spec.NodeName != "" {
+				seen = "bound"
+				return true, nil
+			}
+			for _, e := range harness.PodEvents(t, cp.Client, ns, name) {
+				if containsAll(e, want) {
+					seen = e
+					return true, nil
+				}
+			}
+			return false, nil
+		}, func() string {
+			return fmt.Sprintf("probe %s: no FailedScheduling event with %q; events %q", name, want, harness.PodEvents(t, cp.Client, ns, name))
+		})
+		if err := cp.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+		harness.WaitForPodsGone(t, cp.Client, ns, name)
+		if seen != "bound" {
+			return seen
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the scheduler kept placing probes on %s for %v (%d probes); want %q", node, harness.DefaultTimeout, attempt+1, want)
+		}
+	}
+}
+
+func containsAll(s string, want []string) bool {
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // startScheduler runs the shipped configuration with SlurmNodeState

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sluice-sched/sluice/pkg/overflow/provider"
@@ -58,7 +59,8 @@ func newClient(t *testing.T, srv *providerserver.Server, token string) *httpprov
 }
 
 func TestLifecycle(t *testing.T) {
-	srv := providerserver.Start(providerserver.Options{Token: "s3cret", Capacity: map[string]string{"nvidia.com/gpu": "16"}, StartDelay: 50 * time.Millisecond})
+	clk := testingclock.NewFakePassiveClock(time.Now())
+	srv := providerserver.Start(providerserver.Options{Token: "s3cret", Capacity: map[string]string{"nvidia.com/gpu": "16"}, StartDelay: 50 * time.Millisecond, Clock: clk})
 	defer srv.Close()
 	c := newClient(t, srv, "s3cret")
 	ctx := context.Background()
@@ -101,7 +103,7 @@ func TestLifecycle(t *testing.T) {
 	if w.Phase != provider.Pending || w.Ready {
 		t.Errorf("new workload: phase %s ready %v, want Pending, not ready", w.Phase, w.Ready)
 	}
-	time.Sleep(60 * time.Millisecond)
+	clk.SetTime(clk.Now().Add(60 * time.Millisecond))
 	list, err := c.List(ctx)
 	if err != nil {
 		t.Fatal(err)
