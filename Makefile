@@ -55,16 +55,20 @@ demo: build tools
 		./$(BIN)/sluice-demo -slurm $(if $(KEEP),-keep) $(DEMO_FLAGS); \
 	else ./$(BIN)/sluice-demo $(if $(KEEP),-keep) $(DEMO_FLAGS); fi
 
-# The smoke run reads the real Slurm that CI starts (hack/slurm-up.sh), as
-# the Slurm integration tests do.
+# The smoke run reads a real Slurm, as the Slurm integration tests do
+# (hack/with-test-slurm.sh starts one unless one is running).
 demo-smoke: build tools
-	. $${SLURM_CI_DIR:-/tmp/slurm-ci}/slurm.env && ./$(BIN)/sluice-demo -smoke -plain -slurm -out _output/demo-smoke
+	$(WITH_SLURM) bash -c '. $$SLURM_CI_DIR/slurm.env && ./$(BIN)/sluice-demo -smoke -plain -slurm -out _output/demo-smoke'
 	grep -q 'Status: <b class="">passed' _output/demo-smoke/report.html
 
 ## test: unit tests with the race detector, fuzzing, integration tests
-## against a real apiserver, and smoke runs of the binary, the benchmark
-## and the simulator
-test: unit fuzz integration binary smoke
+## against a real apiserver and a real Slurm, and smoke runs of the binary,
+## the benchmark, the simulator and the demo. It brings up the test Slurm
+## itself (hack/with-test-slurm.sh: installs its Debian packages on first
+## use, reuses a running one, stops only what it started).
+WITH_SLURM := ./hack/with-test-slurm.sh
+test:
+	$(WITH_SLURM) $(MAKE) --no-print-directory unit fuzz integration binary smoke
 
 smoke: bench-smoke sim-smoke demo-smoke
 
@@ -72,7 +76,7 @@ unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 integration:
-	$(GO) test -count=1 -timeout 40m $(INTEGRATION_PKGS)
+	$(WITH_SLURM) $(GO) test -count=1 -timeout 40m $(INTEGRATION_PKGS)
 
 # Each fuzz target runs briefly; their seed corpora also run in `unit`.
 FUZZTIME ?= 10s
@@ -113,8 +117,7 @@ bench: $(BIN)/etcd tools
 
 bench-smoke:
 	$(MAKE) bench BENCH_LABEL=sluice-smoke BENCH_DIR=_output/bench-smoke
-	grep -q '| ResearchClaim | smoke | sluice |' _output/bench-smoke/report.md
-	grep -q '| SchedulingBasic | smoke | ceiling |' _output/bench-smoke/report.md
+	./$(BIN)/sluice-benchreport -dir _output/bench-smoke -check > /dev/null
 
 $(BIN)/etcd: go.mod
 	$(GO) build -o $@ go.etcd.io/etcd/server/v3
@@ -130,10 +133,7 @@ sim: tools
 sim-smoke: tools
 	@mkdir -p _output
 	./$(BIN)/sluice-sim -data pkg/traces/testdata -out _output/sim-smoke -log _output/sim-smoke.log \
-		-experiments fgd,tiresias,dlrm -max-arrivals 15 -max-jobs 4 -dlrm-fill 0.05 -scenario scenarios/smoke.yaml
-	grep -q '^| sluice |' _output/sim-smoke/summary.md
-	grep -q 'evictions to overflow: [1-9]' _output/sim-smoke/summary.md
-	grep -q 'back to physical: [1-9]' _output/sim-smoke/summary.md
+		-experiments fgd,tiresias,dlrm -max-arrivals 15 -max-jobs 4 -dlrm-fill 0.05 -scenario scenarios/smoke.yaml -check
 
 ## verify: formatting, vet, lint, generated code and go.mod up to date
 verify: $(STATICCHECK)

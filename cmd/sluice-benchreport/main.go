@@ -11,6 +11,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 func main() {
 	dir := flag.String("dir", "_output/bench", "directory holding scheduler_perf's BenchmarkPerfScheduling_*.json and sluice-process-usage.json")
 	jsonOut := flag.String("json", "", "also write the report as JSON to this file")
+	check := flag.Bool("check", false, "fail unless every workload scheduled under every variant and the research claim moved production and placed its gang (smoke runs)")
 	flag.Parse()
 	rep, err := load(*dir)
 	if err != nil {
@@ -40,6 +42,37 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	if *check {
+		if err := rep.check(); err != nil {
+			fmt.Fprintf(os.Stderr, "sluice-benchreport: the run is not what a full run shows:\n%v\n", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// check says what is missing from a run that must show everything: a
+// throughput for every workload under every variant, and a research claim
+// that evicted production in at least one wave and then ran its gang.
+func (r *Report) check() error {
+	var errs []error
+	claims := 0
+	for _, row := range r.Rows {
+		for _, run := range row.Runs {
+			if run.Throughput <= 0 || run.Pods == 0 {
+				errs = append(errs, fmt.Errorf("%s under %s: no pods scheduled (throughput %.1f, %d pods)", row.Workload, run.Variant, run.Throughput, run.Pods))
+			}
+			if row.Case == "ResearchClaim" && run.Variant == "sluice" {
+				claims++
+				if run.Victims < 1 || run.Waves < 1 || run.ClaimSeconds <= 0 {
+					errs = append(errs, fmt.Errorf("%s: the claim did not complete (victims %.0f, waves %.0f, gang running after %.1fs)", row.Workload, run.Victims, run.Waves, run.ClaimSeconds))
+				}
+			}
+		}
+	}
+	if claims == 0 {
+		errs = append(errs, errors.New("no ResearchClaim run under sluice"))
+	}
+	return errors.Join(errs...)
 }
 
 // Run is one workload under one profile.

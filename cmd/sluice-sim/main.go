@@ -41,6 +41,7 @@ type options struct {
 	arrival, dlrmFill                    float64
 	seed                                 uint64
 	maxArrivals, repeat, maxJobs         int
+	check                                bool
 }
 
 func main() {
@@ -60,6 +61,7 @@ func main() {
 	flag.IntVar(&o.repeat, "repeat", 10, "gang experiments: play the 60-job trace this many times, back to back")
 	flag.IntVar(&o.maxJobs, "max-jobs", 0, "gang experiments: stop after this many jobs (0: all)")
 	flag.Float64Var(&o.dlrmFill, "dlrm-fill", 0.5, "dlrm: place one-GPU services until this share of GPUs is requested")
+	flag.BoolVar(&o.check, "check", false, "fail unless the report shows the whole story: figures for every policy, every gang placed, every pod moved to overflow back (smoke runs)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -131,6 +133,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	fmt.Printf("report: %s\n", summary)
+	if o.check {
+		if err := report.Check(); err != nil {
+			return fmt.Errorf("the report is not what a full run shows:\n%w", err)
+		}
+	}
 	return nil
 }
 

@@ -121,6 +121,9 @@ func (d *demo) story(ctx context.Context) error {
 		for _, dep := range d.result.deployments {
 			d.say("  %s: at most %d of %d replicas unavailable during the move (PDB allows %d)", dep.name, d.worst(dep.name), dep.replicas, dep.allowed)
 		}
+		if len(leaves) > d.result.leafLowerBound {
+			return fmt.Errorf("the gang spans %d leaves, more than the %d a placement needs", len(leaves), d.result.leafLowerBound)
+		}
 		if o.Slurm != nil {
 			if err := d.drain(ctx); err != nil {
 				return err
