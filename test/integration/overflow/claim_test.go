@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,6 +61,15 @@ func TestClaimAndReturn(t *testing.T) {
 		waitPlaced(t, cp, ns, d.name, d.replicas, physical, "on physical nodes")
 	}
 	watch := watchBudgets(t, cp, ns, budgets(ds))
+	// No research pod is ever deleted (evicted) until the test ends the
+	// gang: checked at every pod change.
+	var violations harness.Violations
+	var gangEnds atomic.Bool
+	harness.WatchPods(t, cp.Client, ns, func(e harness.PodEvent) {
+		if e.New == nil && e.Old.Spec.PriorityClassName == "research" && !gangEnds.Load() {
+			violations.Addf("research pod %s was deleted during the claim", e.Old.Name)
+		}
+	})
 
 	start := time.Now()
 	gang := researchGang(t, cp, ns, "pretrain", 16, 8)
@@ -76,18 +86,12 @@ func TestClaimAndReturn(t *testing.T) {
 		waitPlaced(t, cp, ns, d.name, d.replicas, onOverflow, "on the overflow node")
 	}
 	t.Logf("all 128 production replicas Ready on the overflow node after %s", time.Since(start).Round(time.Millisecond))
-	uids := map[string]types.UID{}
-	for _, name := range gang {
-		p, err := cp.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("research pod %s: %v", name, err)
-		}
-		uids[name] = p.UID
-	}
 	watch.check(t)
 	harness.WaitForEvent(t, cp.Client, ns, "Pod", gang[0], "ClaimingGPUs", "move to overflow nodes")
 
 	// Research finishes: production returns to physical nodes.
+	gangEnds.Store(true)
+	violations.Check(t)
 	start = time.Now()
 	for _, name := range gang {
 		if err := cp.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
@@ -99,9 +103,6 @@ func TestClaimAndReturn(t *testing.T) {
 	}
 	t.Logf("all production back on physical nodes %s after research finished (hysteresis 3s)", time.Since(start).Round(time.Millisecond))
 	watch.check(t)
-	if len(uids) != 16 {
-		t.Errorf("research pods lost: %v", uids)
-	}
 }
 
 // TestProductionSpillsOnlyWhenFull: production alone packs the physical
