@@ -80,7 +80,7 @@ integration:
 
 # Each fuzz target runs briefly; their seed corpora also run in `unit`.
 FUZZTIME ?= 10s
-FUZZ_PKGS := ./pkg/slurm/ ./pkg/traces/
+FUZZ_PKGS := ./pkg/slurm/ ./internal/traces/
 fuzz:
 	@for pkg in $(FUZZ_PKGS); do \
 		for target in $$($(GO) test $$pkg -list 'Fuzz.*' | grep '^Fuzz'); do \
@@ -132,7 +132,7 @@ sim: tools
 
 sim-smoke: tools
 	@mkdir -p _output
-	./$(BIN)/sluice-sim -data pkg/traces/testdata -out _output/sim-smoke -log _output/sim-smoke.log \
+	./$(BIN)/sluice-sim -data internal/traces/testdata -out _output/sim-smoke -log _output/sim-smoke.log \
 		-experiments fgd,tiresias,dlrm -max-arrivals 15 -max-jobs 4 -dlrm-fill 0.05 -scenario scenarios/smoke.yaml -check
 
 ## verify: formatting, vet, lint, generated code and go.mod up to date

@@ -102,7 +102,7 @@ type Run struct {
 	Waves        float64 `json:"waves,omitempty"`
 }
 
-// Row is one workload shape with all its variants.
+// Row is one workload shape with all its variants().
 type Row struct {
 	Case     string `json:"case"`
 	Workload string `json:"workload"`
@@ -127,14 +127,16 @@ type Ref struct {
 	Throughput float64 `json:"throughputPodsPerSecond"`
 }
 
-// reference is upstream v1.37.2's scheduler_perf on 2 cores with the whole
+// reference() is upstream v1.37.2's scheduler_perf on 2 cores with the whole
 // stack co-located (medians), as given in the benchmark's issue.
-var reference = []Ref{
-	{"SchedulingBasic 5,000 nodes / 10,000 pods", 170},
-	{"extended resource, 5,000 nodes", 48},
-	{"GangScheduling 5,000 nodes / 1,000 gangs", 123},
-	{"TopologyAwareScheduling 5,000 nodes / 750 gangs", 27},
-	{"PreemptionAsync 5,000 nodes", 55},
+func reference() []Ref {
+	return []Ref{
+		{"SchedulingBasic 5,000 nodes / 10,000 pods", 170},
+		{"extended resource, 5,000 nodes", 48},
+		{"GangScheduling 5,000 nodes / 1,000 gangs", 123},
+		{"TopologyAwareScheduling 5,000 nodes / 750 gangs", 27},
+		{"PreemptionAsync 5,000 nodes", 55},
+	}
 }
 
 type dataItem struct {
@@ -150,8 +152,10 @@ type usage struct {
 	Pods       int     `json:"pods"`
 }
 
-// variants are the workload-name suffixes that name a profile.
-var variants = []string{"default", "GangScheduling", "TopologyPlacement", "sluice", "ceiling"}
+// variants() are the workload-name suffixes that name a profile.
+func variants() []string {
+	return []string{"default", "GangScheduling", "TopologyPlacement", "sluice", "ceiling"}
+}
 
 func load(dir string) (*Report, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "BenchmarkPerfScheduling_*.json"))
@@ -224,12 +228,12 @@ func load(dir string) (*Report, error) {
 			}
 		}
 	}
-	rep := &Report{Source: src, Reference: reference}
+	rep := &Report{Source: src, Reference: reference()}
 	rows := map[string]int{} // index into rep.Rows by "Case/base"
 	for _, name := range order {
 		testCase, workload, _ := strings.Cut(name, "/")
 		base, variant := workload, "sluice"
-		for _, v := range variants {
+		for _, v := range variants() {
 			if strings.HasSuffix(workload, "_"+v) {
 				base, variant = strings.TrimSuffix(workload, "_"+v), v
 				break
@@ -313,7 +317,7 @@ func (rep *Report) write(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Upstream reference (v1.37.2 scheduler_perf, 2 cores, whole stack co-located, medians):")
+	fmt.Fprintln(w, "Upstream reference() (v1.37.2 scheduler_perf, 2 cores, whole stack co-located, medians):")
 	for _, ref := range rep.Reference {
 		fmt.Fprintf(w, "- %s: %.0f pods/s\n", ref.Workload, ref.Throughput)
 	}

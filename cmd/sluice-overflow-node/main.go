@@ -3,7 +3,7 @@
 
 // Command sluice-overflow-node is the overflow node: a virtual-kubelet
 // that registers one node for every external GPU provider in its
-// configuration and runs the pods bound to it there (pkg/overflow/vnode).
+// configuration and runs the pods bound to it there (pkg/overflownode).
 //
 //	sluice-overflow-node --config /etc/sluice/overflow-node.yaml
 package main
@@ -26,7 +26,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
-	"github.com/sluice-sched/sluice/pkg/overflow/vnode"
+	"github.com/sluice-sched/sluice/pkg/overflownode"
 )
 
 // version is set with -ldflags "-X main.version=...".
@@ -56,11 +56,11 @@ func run(ctx context.Context, configFile, kubeconfig, listen string) error {
 	if configFile == "" {
 		return errors.New("--config is required")
 	}
-	cfg, err := vnode.LoadConfig(configFile)
+	cfg, err := overflownode.LoadConfig(configFile)
 	if err != nil {
 		return err
 	}
-	members, err := vnode.Providers(cfg)
+	members, err := overflownode.Providers(cfg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", configFile, err)
 	}
@@ -84,7 +84,7 @@ func run(ctx context.Context, configFile, kubeconfig, listen string) error {
 			return err
 		}
 	}
-	node, err := vnode.Start(ctx, client, cfg, members)
+	node, err := overflownode.Start(ctx, client, cfg, members)
 	if err != nil {
 		return err
 	}

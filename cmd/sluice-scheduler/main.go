@@ -23,7 +23,7 @@ import (
 )
 
 func main() {
-	cmd := app.NewSchedulerCommand(registry.Options()...)
+	cmd := app.NewSchedulerCommand(registry.New().Options()...)
 	cmd.Use = "sluice-scheduler"
 	os.Exit(cli.Run(cmd))
 }

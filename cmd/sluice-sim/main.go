@@ -2,7 +2,7 @@
 // Copyright 2026 The sluice Authors.
 
 // Command sluice-sim replays public traces through the real scheduler
-// (pkg/sim) under several policies and writes CSV, a Markdown summary and
+// (internal/sim) under several policies and writes CSV, a Markdown summary and
 // SVG charts:
 //
 //	sluice-sim -data ../shared/data/traces -out _output/sim
@@ -29,9 +29,9 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/sluice-sched/sluice/internal/sim"
+	"github.com/sluice-sched/sluice/internal/traces"
 	"github.com/sluice-sched/sluice/pkg/registry"
-	"github.com/sluice-sched/sluice/pkg/sim"
-	"github.com/sluice-sched/sluice/pkg/traces"
 )
 
 type options struct {
@@ -51,7 +51,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "_output/sim", "directory for CSV, summary.md and SVG charts")
 	flag.StringVar(&o.logFile, "log", "", "file for the components' logs (default: discarded)")
 	flag.StringVar(&o.experiments, "experiments", "fgd,tiresias,lingjun,dlrm", "experiments to run: fgd, tiresias, lingjun, dlrm")
-	flag.StringVar(&o.scenario, "scenario", "", "a scenario YAML (see pkg/sim.Scenario) to play with sluice")
+	flag.StringVar(&o.scenario, "scenario", "", "a scenario YAML (see internal/sim.Scenario) to play with sluice")
 	flag.StringVar(&o.policies, "policies", "default,default+MostAllocated,sluice", "policies for fgd and dlrm")
 	flag.StringVar(&o.gangPolicies, "gang-policies", "default,upstream-TopologyPlacement,sluice", "policies for the gang experiments")
 	flag.StringVar(&o.fgdTrace, "fgd-trace", "default", "openb pod list: default, gpushare100, multigpu20 or multigpu50")

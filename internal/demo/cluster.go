@@ -20,9 +20,9 @@ import (
 
 	"github.com/sluice-sched/sluice/internal/kcm"
 	"github.com/sluice-sched/sluice/internal/localcluster"
+	"github.com/sluice-sched/sluice/internal/nodesim"
 	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
-	"github.com/sluice-sched/sluice/pkg/nodesim"
-	"github.com/sluice-sched/sluice/pkg/overflow/vnode"
+	"github.com/sluice-sched/sluice/pkg/overflownode"
 	"github.com/sluice-sched/sluice/pkg/registry"
 )
 
@@ -107,7 +107,7 @@ func up(ctx context.Context, o *Options, say func(string, ...any)) (c *cluster, 
 	if err := kcm.Start(ctx, c.home.Config, kcm.Set{Workloads: true, Cleanup: true}); err != nil {
 		return c, err
 	}
-	skipOverflow := labels.SelectorFromSet(labels.Set{vnode.LabelType: vnode.TypeValue})
+	skipOverflow := labels.SelectorFromSet(labels.Set{overflownode.LabelType: overflownode.TypeValue})
 	if _, err := nodesim.Start(ctx, c.client, nodesim.Options{StartupDelay: o.StartupDelay, Workers: 8, Skip: skipOverflow}); err != nil {
 		return c, err
 	}
@@ -207,12 +207,12 @@ func (c *cluster) startScheduler(ctx context.Context, o *Options, logs string, s
 		"maxPodsPerWave":         64,
 	}}}
 	if o.Slurm != nil {
-		patches["SlurmNodeState"] = map[string]any{
+		patches["SlurmNodeState"] = map[string]any{"slurm": map[string]any{
 			"endpoint":            o.Slurm.URL,
 			"tokenFile":           o.Slurm.TokenFile,
 			"pollIntervalSeconds": 2,
 			"nodeNameLabel":       slurmNodeLabel,
-		}
+		}}
 	}
 	if data, err = registry.MergePluginArgs(data, patches); err != nil {
 		return fmt.Errorf("manifests/scheduler-config.yaml: %w", err)
@@ -251,12 +251,12 @@ func (c *cluster) startScheduler(ctx context.Context, o *Options, logs string, s
 // startOverflowNode runs bin/sluice-overflow-node with the kubernetes
 // provider pointed at the remote cluster, and waits for its node.
 func (c *cluster) startOverflowNode(ctx context.Context, o *Options, logs string, say func(string, ...any)) error {
-	cfg := vnode.Config{
-		APIVersion: vnode.APIVersion, Kind: vnode.Kind, NodeName: overflowNode,
+	cfg := overflownode.Config{
+		APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: overflowNode,
 		ReconcileInterval: &metav1.Duration{Duration: time.Second},
-		Providers: []vnode.ProviderConfig{{
-			Name: "burst", Type: vnode.TypeKubernetes, PricePerGPUHour: 2.5,
-			Kubernetes: &vnode.KubernetesProvider{Kubeconfig: c.remote.Kubeconfig, Namespace: remoteNamespace},
+		Providers: []overflownode.ProviderConfig{{
+			Name: "burst", Type: overflownode.TypeKubernetes, PricePerGPUHour: 2.5,
+			Kubernetes: &overflownode.KubernetesProvider{Kubeconfig: c.remote.Kubeconfig, Namespace: remoteNamespace},
 		}},
 	}
 	out, err := yaml.Marshal(cfg)

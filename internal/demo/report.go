@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-sched/sluice/pkg/plot"
+	"github.com/sluice-sched/sluice/internal/plot"
 )
 
 // writeReport writes a self-contained HTML page: what happened, the

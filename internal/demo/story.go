@@ -22,8 +22,10 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// budgets are the PDBs' maxUnavailable, cycled over the Deployments.
-var budgets = []intstr.IntOrString{intstr.FromString("25%"), intstr.FromInt32(2), intstr.FromString("10%"), intstr.FromInt32(4)}
+// budgets() are the PDBs' maxUnavailable, cycled over the Deployments.
+func budgets() []intstr.IntOrString {
+	return []intstr.IntOrString{intstr.FromString("25%"), intstr.FromInt32(2), intstr.FromString("10%"), intstr.FromInt32(4)}
+}
 
 // result is what the story measured, for the report.
 type result struct {
@@ -64,7 +66,7 @@ func (d *demo) story(ctx context.Context) error {
 	if err := d.step(ctx, "production inference fills the cluster", func() error {
 		for i := range o.Deployments {
 			name := fmt.Sprintf("llm-%c", 'a'+i)
-			budget := budgets[i%len(budgets)]
+			budget := budgets()[i%len(budgets())]
 			if err := d.createDeployment(ctx, name, perDeployment, budget); err != nil {
 				return err
 			}
@@ -200,8 +202,8 @@ func (d *demo) story(ctx context.Context) error {
 
 func budgetList(n int) string {
 	var parts []string
-	for i := range min(n, len(budgets)) {
-		parts = append(parts, budgets[i].String())
+	for i := range min(n, len(budgets())) {
+		parts = append(parts, budgets()[i].String())
 	}
 	return strings.Join(parts, ", ")
 }

@@ -23,7 +23,7 @@ import (
 // the integration tests, the simulator and the demo: the real apiserver
 // (kube-apiserver's own test server), with sluice's APIs and gates on.
 //
-// APIServerFlags are the kube-apiserver flags every local control plane
+// APIServerFlags() are the kube-apiserver flags every local control plane
 // gets:
 //   - the Workload/PodGroup API (scheduling.k8s.io/v1beta1) is served and the
 //     gates of the native gang path are on (they also reach the in-process
@@ -33,12 +33,14 @@ import (
 //     would ever remove the not-ready taint it puts on new nodes;
 //   - RBAC is on, so the shipped RBAC manifests can be tested for real
 //     (the harness's own client is a cluster admin).
-var APIServerFlags = []string{
-	"--runtime-config=scheduling.k8s.io/v1beta1=true",
-	"--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
-	"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-	"--endpoint-reconciler-type=none",
-	"--authorization-mode=RBAC",
+func APIServerFlags() []string {
+	return []string{
+		"--runtime-config=scheduling.k8s.io/v1beta1=true",
+		"--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+		"--endpoint-reconciler-type=none",
+		"--authorization-mode=RBAC",
+	}
 }
 
 // ControlPlane is etcd plus kube-apiserver, both in this process.
@@ -58,7 +60,7 @@ type ControlPlane struct {
 
 // StartControlPlane starts embedded etcd and kube-apiserver. tb receives the
 // apiserver's logs and cleanups; etcdLog receives etcd's (stderr when
-// empty); extraFlags are appended to APIServerFlags.
+// empty); extraFlags are appended to APIServerFlags().
 func StartControlPlane(tb ktesting.TB, etcdLog string, extraFlags ...string) (*ControlPlane, error) {
 	etcd, err := StartEtcd(etcdLog)
 	if err != nil {
@@ -71,7 +73,7 @@ func StartControlPlane(tb ktesting.TB, etcdLog string, extraFlags ...string) (*C
 	// The invariant check scrapes apiserver metrics at teardown and fails on
 	// things sluice does not control; tests assert their own invariants.
 	opts.DisableInvariantChecks = true
-	flags := append(append([]string{}, APIServerFlags...), extraFlags...)
+	flags := append(append([]string{}, APIServerFlags()...), extraFlags...)
 	server, err := kubeapiservertesting.StartTestServer(tb, opts, flags, storage)
 	if err != nil {
 		etcd.Stop()

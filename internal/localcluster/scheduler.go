@@ -17,8 +17,11 @@ import (
 
 // Scheduler is a sluice-scheduler running in this process.
 type Scheduler struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	// Runtime is the scheduler's sluice runtime, for tests that wait on
+	// what it exposes (its Slurm view, say).
+	Runtime *registry.Runtime
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // RunScheduler starts sluice-scheduler from a configuration file as the
@@ -32,7 +35,8 @@ func RunScheduler(ctx context.Context, configFile string) (*Scheduler, error) {
 	// No secure serving: callers reach the scheduler only through the
 	// apiserver, and a fixed port would clash between schedulers.
 	opts.SecureServing.BindPort = 0
-	cc, sched, err := app.Setup(ctx, opts, registry.Options()...)
+	rt := registry.New()
+	cc, sched, err := app.Setup(ctx, opts, rt.Options()...)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -64,7 +68,7 @@ func RunScheduler(ctx context.Context, configFile string) (*Scheduler, error) {
 		cancel()
 		return nil, fmt.Errorf("scheduler handlers did not sync: %w", err)
 	}
-	s := &Scheduler{cancel: cancel, done: make(chan struct{})}
+	s := &Scheduler{Runtime: rt, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		defer cc.EventBroadcaster.Shutdown()

@@ -4,15 +4,13 @@
 package capacity
 
 import (
-	"sync"
-
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // External is what Kubernetes does not see about a node, as another part of
-// the scheduler knows it: SlurmNodeState knows which nodes Slurm drained and
-// how many GPUs Slurm jobs hold.
+// the scheduler knows it: the runtime's Slurm view knows which nodes Slurm
+// drained and how many GPUs Slurm jobs hold.
 type External interface {
 	// NodeExternal reports whether pods may use the node at all, and the
 	// resources held outside Kubernetes.
@@ -21,23 +19,6 @@ type External interface {
 	// node may have changed, so callers can cache answers under it.
 	Generation() uint64
 }
-
-var externals sync.Map // scheduling profile (its framework handle) -> External
-
-// SetExternal registers what a profile's plugins should also count when
-// they size nodes. profile is the profile's framework handle.
-func SetExternal(profile any, e External) { externals.Store(profile, e) }
-
-// ExternalFor returns the profile's External, or nil.
-func ExternalFor(profile any) External {
-	if e, ok := externals.Load(profile); ok {
-		return e.(External)
-	}
-	return nil
-}
-
-// ForgetExternal drops a profile's registration (when its scheduler stops).
-func ForgetExternal(profile any) { externals.Delete(profile) }
 
 // SlotsWith is Slots with what ext knows taken into account: 0 on nodes ext
 // calls unusable, and ext's held resources subtracted (ext may be nil).

@@ -82,7 +82,7 @@ func (p *Placement) NodeIndices(t *Tree) []int {
 // nodes, choosing the fullest ones that still allow that. It returns false
 // when no domain at or below req.MaxLevel can hold the gang.
 func (o *Overlay) Place(req Request) (Placement, bool) {
-	for level := o.lowestLevel(req.Pinned); level <= req.MaxLevel && level <= o.tree.RootLevel(); level++ {
+	for level := o.tree.CommonLevel(req.Pinned); level <= req.MaxLevel && level <= o.tree.RootLevel(); level++ {
 		if best := o.bestAtLevel(req, level, 1); len(best) > 0 {
 			return best[0], true
 		}
@@ -104,7 +104,7 @@ func (o *Overlay) LowestCandidates(req Request, perLevel int) []Placement {
 
 func (o *Overlay) candidates(req Request, perLevel int, lowestOnly bool) []Placement {
 	var out []Placement
-	for level := o.lowestLevel(req.Pinned); level <= req.MaxLevel && level <= o.tree.RootLevel(); level++ {
+	for level := o.tree.CommonLevel(req.Pinned); level <= req.MaxLevel && level <= o.tree.RootLevel(); level++ {
 		out = append(out, o.bestAtLevel(req, level, perLevel)...)
 		if lowestOnly && len(out) > 0 {
 			break
@@ -113,17 +113,17 @@ func (o *Overlay) candidates(req Request, perLevel int, lowestOnly bool) []Place
 	return out
 }
 
-// lowestLevel is the lowest level whose domains can contain every pinned
-// node: the level of their lowest common ancestor.
-func (o *Overlay) lowestLevel(pinned []int) int {
-	if len(pinned) == 0 {
+// CommonLevel is the lowest level whose domains can contain every given
+// node: the level of their lowest common ancestor (NodeLevel for none).
+func (t *Tree) CommonLevel(nodes []int) int {
+	if len(nodes) == 0 {
 		return NodeLevel
 	}
-	for level := NodeLevel; level < o.tree.RootLevel(); level++ {
-		d := o.tree.Ancestor(pinned[0], level)
+	for level := NodeLevel; level < t.RootLevel(); level++ {
+		d := t.Ancestor(nodes[0], level)
 		same := true
-		for _, i := range pinned[1:] {
-			if o.tree.Ancestor(i, level) != d {
+		for _, i := range nodes[1:] {
+			if t.Ancestor(i, level) != d {
 				same = false
 				break
 			}
@@ -132,7 +132,7 @@ func (o *Overlay) lowestLevel(pinned []int) int {
 			return level
 		}
 	}
-	return o.tree.RootLevel()
+	return t.RootLevel()
 }
 
 type candidate struct {

@@ -4,9 +4,7 @@
 package fabric
 
 import (
-	"context"
 	"fmt"
-	"reflect"
 	"sort"
 	"sync"
 
@@ -144,38 +142,4 @@ func (t *Tracker) Builds() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.builds
-}
-
-var (
-	sharedMu       sync.Mutex
-	sharedTrackers = map[trackerKey]*Tracker{}
-)
-
-type trackerKey struct {
-	informer cache.SharedIndexInformer
-	source   string
-}
-
-// SharedTracker returns one tracker per node informer and source
-// configuration, so the plugins and profiles of one scheduler share a tree.
-// The tracker is forgotten when ctx (the scheduler's) ends.
-func SharedTracker(ctx context.Context, source Source, informer cache.SharedIndexInformer) (*Tracker, error) {
-	key := trackerKey{informer: informer, source: fmt.Sprintf("%s%#v", reflect.TypeOf(source), source)}
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if t, ok := sharedTrackers[key]; ok {
-		return t, nil
-	}
-	t, err := NewTracker(source, informer)
-	if err != nil {
-		return nil, err
-	}
-	sharedTrackers[key] = t
-	go func() {
-		<-ctx.Done()
-		sharedMu.Lock()
-		delete(sharedTrackers, key)
-		sharedMu.Unlock()
-	}()
-	return t, nil
 }

@@ -5,27 +5,17 @@
 // PodGroups (scheduling.k8s.io/v1beta1, pods with spec.schedulingGroup) and
 // scheduler-plugins PodGroups (scheduling.x-k8s.io/v1alpha1, pods with the
 // label scheduling.x-k8s.io/pod-group). It identifies a pod's gang, reads
-// the per-gang fabric request, and lists label-gang members and PodGroups.
+// the gang's PodGroup (quorum, timeout, where it asks to be placed) and its
+// members (placed and pending), and reports on gangs (Events, PodGroup
+// conditions). Every plugin reads gangs through it, so all agree.
 package gang
 
 import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/sluice-sched/sluice/pkg/apis/config"
-	"github.com/sluice-sched/sluice/pkg/apis/config/validation"
 	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
-)
-
-// Annotations on a PodGroup (of either API) that shape its placement.
-const (
-	// FabricLevelAnnotation is the fabric level the gang must or should
-	// fit in: a configured level name (leaf, spine, block) or "any".
-	FabricLevelAnnotation = "sluice.dev/fabric-level"
-	// FabricModeAnnotation is "required" or "preferred".
-	FabricModeAnnotation = "sluice.dev/fabric-mode"
 )
 
 // API says which PodGroup API a gang uses.
@@ -57,36 +47,4 @@ func KeyOf(pod *v1.Pod) (Key, bool) {
 		return Key{API: Label, Namespace: pod.Namespace, Name: name}, true
 	}
 	return Key{}, false
-}
-
-// FabricRequest is where a gang asks to be placed.
-type FabricRequest struct {
-	// Level is a configured level name or "any".
-	Level string
-	// Mode says whether Level is a requirement.
-	Mode config.FabricMode
-}
-
-// ParseFabricRequest reads a PodGroup's fabric annotations, falling back to
-// the defaults. Annotation values are lower case ("required", "preferred");
-// the error names the annotation and the bad value.
-func ParseFabricRequest(annotations map[string]string, fabric *config.FabricConfig, defaults FabricRequest) (FabricRequest, error) {
-	req := defaults
-	if v, ok := annotations[FabricLevelAnnotation]; ok {
-		if errs := validation.ValidateFabricLevelName(field.NewPath("metadata", "annotations").Key(FabricLevelAnnotation), fabric, v); len(errs) > 0 {
-			return req, errs.ToAggregate()
-		}
-		req.Level = v
-	}
-	if v, ok := annotations[FabricModeAnnotation]; ok {
-		switch v {
-		case "required":
-			req.Mode = config.FabricModeRequired
-		case "preferred":
-			req.Mode = config.FabricModePreferred
-		default:
-			return req, field.NotSupported(field.NewPath("metadata", "annotations").Key(FabricModeAnnotation), v, []string{"required", "preferred"})
-		}
-	}
-	return req, nil
 }

@@ -7,11 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 )
 
 func TestParseFabricRequest(t *testing.T) {
-	fabric := &config.FabricConfig{Levels: []config.FabricLevel{{Name: "leaf"}, {Name: "spine"}, {Name: "block"}}}
+	fabric := &config.FabricConfig{Levels: []config.FabricLevel{{Name: "leaf"}, {Name: "spine"}, {Name: "block"}},
+		DefaultLevel: "any", DefaultMode: config.FabricModePreferred}
 	defaults := FabricRequest{Level: "any", Mode: config.FabricModePreferred}
 	tests := []struct {
 		name        string
@@ -28,7 +31,7 @@ func TestParseFabricRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseFabricRequest(tt.annotations, fabric, defaults)
+			got, err := ParseFabricRequest(tt.annotations, fabric)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error = %v, want it to contain %q", err, tt.err)
@@ -40,6 +43,51 @@ func TestParseFabricRequest(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNativeFabricRequest: a native PodGroup's topology constraint
+// requires the level its key labels, over any annotation; a key that is no
+// level is an error naming the field; without a constraint the
+// annotations apply.
+func TestNativeFabricRequest(t *testing.T) {
+	fabric := &config.FabricConfig{Levels: []config.FabricLevel{{Name: "leaf", NodeLabel: "example.com/leaf"}, {Name: "spine", NodeLabel: "example.com/spine"}},
+		DefaultLevel: "any", DefaultMode: config.FabricModePreferred}
+	pg := func(key string, annotations map[string]string) *schedulingv1beta1.PodGroup {
+		p := &schedulingv1beta1.PodGroup{}
+		p.Annotations = annotations
+		if key != "" {
+			p.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: key}}}
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		pg   *schedulingv1beta1.PodGroup
+		want FabricRequest
+		err  string
+	}{
+		{"constraint on the spine label", pg("example.com/spine", nil), FabricRequest{Level: "spine", Mode: config.FabricModeRequired}, ""},
+		{"constraint over annotations", pg("example.com/leaf", map[string]string{FabricLevelAnnotation: "spine", FabricModeAnnotation: "preferred"}),
+			FabricRequest{Level: "leaf", Mode: config.FabricModeRequired}, ""},
+		{"annotations without a constraint", pg("", map[string]string{FabricLevelAnnotation: "spine"}), FabricRequest{Level: "spine", Mode: config.FabricModePreferred}, ""},
+		{"defaults", pg("", nil), FabricRequest{Level: "any", Mode: config.FabricModePreferred}, ""},
+		{"a key that is no level", pg("topology.kubernetes.io/rack", nil), FabricRequest{},
+			`spec.schedulingConstraints.topology[0].key: Unsupported value: "topology.kubernetes.io/rack": supported values: "example.com/leaf", "example.com/spine"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := NativeFabricRequest(tt.pg, fabric)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error = %v, want it to contain %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("got %+v, %v; want %+v", got, err, tt.want)
 			}
 		})
 	}

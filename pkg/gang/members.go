@@ -7,54 +7,47 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
 )
 
-// memberIndex indexes pods by "<namespace>/<label gang name>".
-const memberIndex = "sluice.dev/label-gang"
+// memberIndex indexes pods by gang (Key.String()).
+const memberIndex = "sluice.dev/gang"
 
-// Members lists the pods of label gangs from the scheduler's pod informer.
-type Members struct {
+// MemberIndex lists the pods of gangs of both APIs from the scheduler's pod
+// informer.
+type MemberIndex struct {
 	indexer cache.Indexer
 }
 
-// NewMembers indexes the pod informer by label gang. It must run before the
-// informer starts (plugin construction does); if it has started already,
-// Members falls back to label selection.
-func NewMembers(podInformer cache.SharedIndexInformer) *Members {
-	m := &Members{indexer: podInformer.GetIndexer()}
+// NewMemberIndex indexes the pod informer by gang. It must run before the
+// informer starts (the runtime builds it while plugins are built).
+func NewMemberIndex(podInformer cache.SharedIndexInformer) (*MemberIndex, error) {
+	m := &MemberIndex{indexer: podInformer.GetIndexer()}
 	if _, ok := m.indexer.GetIndexers()[memberIndex]; ok {
-		return m
+		return m, nil
 	}
-	_ = podInformer.AddIndexers(cache.Indexers{memberIndex: func(obj any) ([]string, error) {
+	err := podInformer.AddIndexers(cache.Indexers{memberIndex: func(obj any) ([]string, error) {
 		pod, ok := obj.(*v1.Pod)
 		if !ok {
 			return nil, nil
 		}
-		if name := pod.Labels[v1alpha1.PodGroupLabel]; name != "" {
-			return []string{pod.Namespace + "/" + name}, nil
+		if key, ok := KeyOf(pod); ok {
+			return []string{key.String()}, nil
 		}
 		return nil, nil
 	}})
-	return m
+	if err != nil {
+		return nil, fmt.Errorf("indexing pods by gang: %w", err)
+	}
+	return m, nil
 }
 
-// List returns the live members of a label gang: pods with its label that
-// are neither being deleted nor finished.
-func (m *Members) List(namespace, name string) ([]*v1.Pod, error) {
-	var objs []any
-	var err error
-	if _, ok := m.indexer.GetIndexers()[memberIndex]; ok {
-		objs, err = m.indexer.ByIndex(memberIndex, namespace+"/"+name)
-	} else {
-		sel := labels.SelectorFromSet(labels.Set{v1alpha1.PodGroupLabel: name})
-		err = cache.ListAllByNamespace(m.indexer, namespace, sel, func(o any) { objs = append(objs, o) })
-	}
+// List returns the live members of a gang: pods that are neither being
+// deleted nor finished.
+func (m *MemberIndex) List(key Key) ([]*v1.Pod, error) {
+	objs, err := m.indexer.ByIndex(memberIndex, key.String())
 	if err != nil {
-		return nil, fmt.Errorf("listing members of gang %s/%s: %w", namespace, name, err)
+		return nil, fmt.Errorf("listing members of gang %s: %w", key, err)
 	}
 	pods := make([]*v1.Pod, 0, len(objs))
 	for _, o := range objs {

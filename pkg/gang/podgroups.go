@@ -38,20 +38,9 @@ type PodGroups struct {
 	onSynced []func()
 }
 
-var (
-	sharedMu        sync.Mutex
-	sharedPodGroups = map[kubernetes.Interface]*PodGroups{}
-)
-
-// SharedPodGroups returns the PodGroups source for a scheduler's client,
-// creating it on first use: the plugins and profiles of one scheduler share
-// one informer. It stops with ctx.
-func SharedPodGroups(ctx context.Context, client kubernetes.Interface, cfg *rest.Config) (*PodGroups, error) {
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if s, ok := sharedPodGroups[client]; ok {
-		return s, nil
-	}
+// NewPodGroups starts reading scheduler-plugins PodGroups with cfg's
+// credentials; it stops with ctx. A scheduler has one (its runtime's).
+func NewPodGroups(ctx context.Context, client kubernetes.Interface, cfg *rest.Config) (*PodGroups, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("no kubeconfig to watch %s", v1alpha1.Resource)
 	}
@@ -60,13 +49,6 @@ func SharedPodGroups(ctx context.Context, client kubernetes.Interface, cfg *rest
 		return nil, err
 	}
 	s := &PodGroups{}
-	sharedPodGroups[client] = s
-	go func() {
-		<-ctx.Done()
-		sharedMu.Lock()
-		delete(sharedPodGroups, client)
-		sharedMu.Unlock()
-	}()
 	go s.run(ctx, client, dyn)
 	return s, nil
 }

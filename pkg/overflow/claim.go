@@ -114,7 +114,7 @@ func PlanClaim(tree *fabric.Tree, nodes []NodeState, req Request, room *Room) (C
 		l := newLadder(&nodes[i], req.Shape)
 		ladders[idx] = &l
 	}
-	lowest := lowestLevel(tree, req.Pinned)
+	lowest := tree.CommonLevel(req.Pinned)
 	bestWhy := "no fabric domain can hold the gang even with every overflow-eligible production pod evicted"
 	for level := lowest; level <= req.MaxLevel && level <= tree.RootLevel(); level++ {
 		var best *Claim
@@ -216,21 +216,4 @@ func planDomain(tree *fabric.Tree, d *fabric.Domain, ladders []*ladder, req Requ
 		claim.Nodes[tree.Node(i).Name] = n
 	}
 	return claim, total - req.Pods, "", true
-}
-
-func lowestLevel(tree *fabric.Tree, pinned []int) int {
-	if len(pinned) == 0 {
-		return fabric.NodeLevel
-	}
-	for level := fabric.NodeLevel; level < tree.RootLevel(); level++ {
-		d := tree.Ancestor(pinned[0], level)
-		all := true
-		for _, i := range pinned[1:] {
-			all = all && tree.Ancestor(i, level) == d
-		}
-		if all {
-			return level
-		}
-	}
-	return tree.RootLevel()
 }

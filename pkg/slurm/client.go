@@ -27,8 +27,10 @@ import (
 // SupportedVersions are the slurmrestd API versions sluice reads, newest
 // first. v0.0.36 is left out on purpose: it has no state flags, so a
 // drained node looks idle.
-var SupportedVersions = []string{
-	"v0.0.45", "v0.0.44", "v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40", "v0.0.39", "v0.0.38", "v0.0.37",
+func SupportedVersions() []string {
+	return []string{
+		"v0.0.45", "v0.0.44", "v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40", "v0.0.39", "v0.0.38", "v0.0.37",
+	}
 }
 
 // ClientConfig says how to reach slurmrestd.
@@ -106,8 +108,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	if cfg.APIVersion != "" && !slices.Contains(SupportedVersions, cfg.APIVersion) {
-		return nil, fmt.Errorf("slurmrestd API version %q is not supported; supported: %s", cfg.APIVersion, strings.Join(SupportedVersions, ", "))
+	if cfg.APIVersion != "" && !slices.Contains(SupportedVersions(), cfg.APIVersion) {
+		return nil, fmt.Errorf("slurmrestd API version %q is not supported; supported: %s", cfg.APIVersion, strings.Join(SupportedVersions(), ", "))
 	}
 	u, err := url.Parse(cfg.Endpoint)
 	if err != nil || u.Scheme == "" {
@@ -256,7 +258,7 @@ func (c *Client) Discover(ctx context.Context) (string, error) {
 			served[m[1]] = true
 		}
 	}
-	for _, v := range SupportedVersions {
+	for _, v := range SupportedVersions() {
 		if served[v] {
 			c.mu.Lock()
 			c.version = v
@@ -269,7 +271,7 @@ func (c *Client) Discover(ctx context.Context) (string, error) {
 		list = append(list, v)
 	}
 	slices.Sort(list)
-	return "", &RequestError{Kind: ErrKindConfig, Err: fmt.Errorf("slurmrestd serves node API versions %v, none of which sluice supports (%s)", list, strings.Join(SupportedVersions, ", "))}
+	return "", &RequestError{Kind: ErrKindConfig, Err: fmt.Errorf("slurmrestd serves node API versions %v, none of which sluice supports (%s)", list, strings.Join(SupportedVersions(), ", "))}
 }
 
 // errRetryFull marks a changed-since request that slurmrestd could not

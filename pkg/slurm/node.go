@@ -16,18 +16,22 @@ import (
 
 // Base states: exactly one describes a node. Every other state word is a
 // flag (DRAIN, NOT_RESPONDING, MAINTENANCE, ...).
-var baseStates = []string{
-	"INVALID", "UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR", "MIXED", "FUTURE", "EXTERNAL",
+func baseStates() []string {
+	return []string{
+		"INVALID", "UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR", "MIXED", "FUTURE", "EXTERNAL",
+	}
 }
 
 // knownFlags are the state flags of every supported API version. A word in
 // neither list is kept in Node.UnknownStates and reported, never an error.
-var knownFlags = []string{
-	"RESERVED", "UNDRAIN", "CLOUD", "RESUME", "DRAIN", "COMPLETING", "NOT_RESPONDING",
-	"POWERED_DOWN", "FAIL", "POWERING_UP", "MAINTENANCE", "MAINT", "REBOOT_REQUESTED",
-	"REBOOT_CANCELED", "POWERING_DOWN", "DYNAMIC_FUTURE", "REBOOT_ISSUED", "PLANNED",
-	"INVALID_REG", "POWER_DOWN", "POWER_UP", "POWER_DRAIN", "DYNAMIC_NORM", "BLOCKED",
-	"POWER_DOWN_ASAP", "POWER_DOWN_FORCE", "DRAINING", "DRAINED", "NO_RESPOND",
+func knownFlags() []string {
+	return []string{
+		"RESERVED", "UNDRAIN", "CLOUD", "RESUME", "DRAIN", "COMPLETING", "NOT_RESPONDING",
+		"POWERED_DOWN", "FAIL", "POWERING_UP", "MAINTENANCE", "MAINT", "REBOOT_REQUESTED",
+		"REBOOT_CANCELED", "POWERING_DOWN", "DYNAMIC_FUTURE", "REBOOT_ISSUED", "PLANNED",
+		"INVALID_REG", "POWER_DOWN", "POWER_UP", "POWER_DRAIN", "DYNAMIC_NORM", "BLOCKED",
+		"POWER_DOWN_ASAP", "POWER_DOWN_FORCE", "DRAINING", "DRAINED", "NO_RESPOND",
+	}
 }
 
 // Node is one Slurm node as sluice needs it.
@@ -99,9 +103,9 @@ func (n *Node) setStates(words []string) {
 		w = canonicalState(w)
 		switch {
 		case w == "":
-		case n.State == "" && slices.Contains(baseStates, w):
+		case n.State == "" && slices.Contains(baseStates(), w):
 			n.State = w
-		case slices.Contains(knownFlags, w) || slices.Contains(baseStates, w):
+		case slices.Contains(knownFlags(), w) || slices.Contains(baseStates(), w):
 			if !slices.Contains(n.Flags, w) {
 				n.Flags = append(n.Flags, w)
 			}

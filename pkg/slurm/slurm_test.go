@@ -151,7 +151,7 @@ func TestPublishedSchemas(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		t.Run(doc.Version, func(t *testing.T) {
-			if !slices.Contains(SupportedVersions, doc.Version) {
+			if !slices.Contains(SupportedVersions(), doc.Version) {
 				t.Errorf("%s is published but not in SupportedVersions", doc.Version)
 			}
 			path := "/slurm/" + doc.Version + "/nodes"

@@ -48,7 +48,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	perf.RunBenchmarkPerfScheduling(b, generatedWorkloads, "sluice", registry.Registry(),
+	perf.RunBenchmarkPerfScheduling(b, generatedWorkloads, "sluice", registry.PerScheduler(),
 		perf.WithPodsSchedulingTimeout(20*time.Minute),
 		perf.WithPreRunFn(func(tCtx ktesting.TContext, w *perf.Workload) (func(), error) {
 			resetPeakRSS()

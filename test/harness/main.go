@@ -17,7 +17,7 @@ import (
 
 	"github.com/sluice-sched/sluice/internal/kcm"
 	"github.com/sluice-sched/sluice/internal/localcluster"
-	"github.com/sluice-sched/sluice/pkg/nodesim"
+	"github.com/sluice-sched/sluice/internal/nodesim"
 )
 
 // LogEnv names the environment variable that keeps component logs on
@@ -106,7 +106,7 @@ type mainOptions struct {
 func WithControllers() Option { return func(o *mainOptions) { o.controllers = true } }
 
 // WithNodeSimulator runs a node simulator that marks pods bound to
-// simulated nodes Running and Ready (see pkg/nodesim).
+// simulated nodes Running and Ready (see internal/nodesim).
 func WithNodeSimulator(opts nodesim.Options) Option {
 	return func(o *mainOptions) { o.nodeSim = &opts }
 }

@@ -252,3 +252,15 @@ func CreateNativePodGroup(t testing.TB, cs kubernetes.Interface, pg *schedulingv
 // NewNameSuffix is a short random suffix for names that must not clash
 // between tests (cluster-scoped objects, Leases).
 func NewNameSuffix() string { return rand.String(5) }
+
+// DeletePods deletes pods at once (grace period 0) and waits until they
+// are gone.
+func DeletePods(t testing.TB, cs kubernetes.Interface, ns string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if err := cs.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatalf("deleting pod %s/%s: %v", ns, name, err)
+		}
+	}
+	WaitForPodsGone(t, cs, ns, names...)
+}

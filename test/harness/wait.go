@@ -7,8 +7,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 

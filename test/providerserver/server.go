@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/clock"
 
-	"github.com/sluice-sched/sluice/pkg/overflow/provider"
-	"github.com/sluice-sched/sluice/pkg/overflow/provider/httpprovider"
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider/httpprovider"
 )
 
 // Server is a running provider.

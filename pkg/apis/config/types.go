@@ -25,12 +25,14 @@ type FabricLevel struct {
 	// annotation, e.g. "leaf".
 	Name string
 	// NodeLabel is the node label whose value names the node's switch at
-	// this level (Source NodeLabels).
+	// this level (Source NodeLabels). A native PodGroup's topology
+	// constraint names a level by this key.
 	NodeLabel string
 }
 
-// FabricConfig describes the fabric tree. Every plugin that reasons about
-// the fabric takes one; give them the same value.
+// FabricConfig describes the fabric tree and how gangs are placed in it:
+// one fact of the whole scheduler, stated once (in any one plugin's args
+// that takes it; every other plugin reads it from the scheduler's runtime).
 type FabricConfig struct {
 	// Source is NodeLabels or SlurmTopology.
 	Source FabricSource
@@ -39,13 +41,18 @@ type FabricConfig struct {
 	// topology.conf bottom-up (switches with Nodes= are the first level).
 	Levels []FabricLevel
 	// SlurmTopologyFile is the path of topology.conf (Source SlurmTopology),
-	// or of saved `scontrol show topology -o` output.
+	// or of saved `scontrol show topology -o` output. Nodes are found by
+	// their Slurm name (the Slurm configuration's nodeNameLabel).
 	SlurmTopologyFile string
-	// SlurmNodeNameLabel is the node label holding a node's Slurm name
-	// (Source SlurmTopology); empty means the node name is the Slurm name.
-	SlurmNodeNameLabel string
-	// GPUResourceName is the extended resource that counts GPUs.
+	// GPUResourceName is the extended resource that counts GPUs, for every
+	// plugin (Slurm's GPUs are counted against it too).
 	GPUResourceName string
+	// DefaultLevel is the level of gangs that ask for none (no topology
+	// constraint, no sluice.dev/fabric-level annotation): a level name or
+	// "any".
+	DefaultLevel string
+	// DefaultMode is the mode of gangs that ask for none.
+	DefaultMode FabricMode
 }
 
 // FabricMode says whether a gang's fabric level is a requirement.
@@ -69,14 +76,9 @@ const FabricLevelAny = "any"
 type FabricTopologyArgs struct {
 	metav1.TypeMeta
 
-	// Fabric is the fabric tree.
-	Fabric FabricConfig
-	// DefaultLevel is the level of gangs whose PodGroup has no
-	// sluice.dev/fabric-level annotation: a level name or "any".
-	DefaultLevel string
-	// DefaultMode is the mode of gangs whose PodGroup has no
-	// sluice.dev/fabric-mode annotation.
-	DefaultMode FabricMode
+	// Fabric is the fabric tree (nil: stated by another plugin, or the
+	// defaults).
+	Fabric *FabricConfig
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -105,14 +107,11 @@ const (
 	SlurmFailOpen SlurmFailureMode = "Open"
 )
 
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
-
-// SlurmNodeStateArgs configures the SlurmNodeState plugin.
-type SlurmNodeStateArgs struct {
-	metav1.TypeMeta
-
+// SlurmConfig is how sluice reads Slurm and what it makes of Slurm's
+// answers: one fact of the whole scheduler, stated once.
+type SlurmConfig struct {
 	// Endpoint of slurmrestd: http(s)://host:port or unix:///path. Empty
-	// turns the plugin off.
+	// turns Slurm off.
 	Endpoint string
 	// APIVersion, e.g. v0.0.38; empty discovers it from /openapi/v3.
 	APIVersion string
@@ -139,7 +138,8 @@ type SlurmNodeStateArgs struct {
 	// a node unschedulable.
 	UnhealthyStates []string
 	// NodeNameLabel is the node label holding a node's Slurm name; empty
-	// means the node name is the Slurm name.
+	// means the node name is the Slurm name. The SlurmTopology fabric
+	// source finds nodes by it too.
 	NodeNameLabel string
 	// SharedNodeLabel marks nodes where a native slurmd runs beside kubelet
 	// (label value "true"): the GPUs Slurm jobs hold there are subtracted
@@ -151,13 +151,21 @@ type SlurmNodeStateArgs struct {
 	ManagedNodeLabel string
 	// GRESName is the Slurm GRES that counts GPUs.
 	GRESName string
-	// GPUResourceName is the Kubernetes resource that counts GPUs.
-	GPUResourceName string
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SlurmNodeStateArgs configures the SlurmNodeState plugin.
+type SlurmNodeStateArgs struct {
+	metav1.TypeMeta
+
+	// Slurm is how to read Slurm (nil: stated by another plugin, or Slurm
+	// is off).
+	Slurm *SlurmConfig
 }
 
 // OverflowConfig says which pods are research and production and which
-// nodes are overflow nodes. InferencePacking and OverflowPreemption each
-// take one; give them the same value.
+// nodes are overflow nodes: one fact of the whole scheduler, stated once.
 type OverflowConfig struct {
 	// ResearchPriorityClasses name the PriorityClasses of research pods.
 	ResearchPriorityClasses []string
@@ -176,14 +184,25 @@ type OverflowConfig struct {
 type InferencePackingArgs struct {
 	metav1.TypeMeta
 
-	// Overflow says what production and overflow nodes are.
-	Overflow OverflowConfig
-	// Fabric is the fabric tree (for leaves).
-	Fabric FabricConfig
+	// Overflow says what production and overflow nodes are (nil: stated
+	// by another plugin, or the defaults).
+	Overflow *OverflowConfig
+	// Fabric is the fabric tree, for leaves (nil: stated by another
+	// plugin, or the defaults).
+	Fabric *FabricConfig
+}
+
+// ClaimsConfig configures the claim engine, which moves production to the
+// overflow nodes for research: one per scheduler, stated once.
+type ClaimsConfig struct {
+	// WaveTimeoutSeconds: a claim whose evictions make no progress for this
+	// long is given up (its nominations are dropped).
+	WaveTimeoutSeconds int64
 }
 
 // ReturnConfig configures the return controller, which moves production
-// back from overflow nodes when physical capacity frees.
+// back from overflow nodes when physical capacity frees: one per
+// scheduler, stated once.
 type ReturnConfig struct {
 	// Enabled turns the controller on.
 	Enabled bool
@@ -207,17 +226,26 @@ type ReturnConfig struct {
 type OverflowPreemptionArgs struct {
 	metav1.TypeMeta
 
-	// Overflow says what research, production and overflow nodes are.
-	Overflow OverflowConfig
-	// Fabric is the fabric tree.
-	Fabric FabricConfig
-	// DefaultLevel and DefaultMode are the fabric request of gangs without
-	// annotations (as FabricTopology's).
-	DefaultLevel string
-	DefaultMode  FabricMode
-	// WaveTimeoutSeconds: a claim whose evictions make no progress for this
-	// long is given up (its nominations are dropped).
-	WaveTimeoutSeconds int64
-	// Return configures the return controller.
-	Return ReturnConfig
+	// Overflow says what research, production and overflow nodes are
+	// (nil: stated by another plugin, or the defaults).
+	Overflow *OverflowConfig
+	// Fabric is the fabric tree (nil: stated by another plugin, or the
+	// defaults).
+	Fabric *FabricConfig
+	// Claims configures the claim engine (nil: the defaults).
+	Claims *ClaimsConfig
+	// Return configures the return controller (nil: the defaults).
+	Return *ReturnConfig
+}
+
+// Facts are the blocks of one plugin's args that state facts of the whole
+// scheduler; nil is "not stated here". A plugin hands its Facts to the
+// scheduler's runtime, which refuses two different statements of one fact
+// and defaults the facts nobody states.
+type Facts struct {
+	Fabric   *FabricConfig
+	Overflow *OverflowConfig
+	Slurm    *SlurmConfig
+	Claims   *ClaimsConfig
+	Return   *ReturnConfig
 }

@@ -5,7 +5,6 @@ package fabrictopology
 
 import (
 	"context"
-	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/gang"
 )
@@ -41,38 +39,31 @@ func (pl *FabricTopology) PreFilter(ctx context.Context, state fwk.CycleState, p
 	if !ok || key.API != gang.Label {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	pg, err := pl.podGroups.Get(key.Namespace, key.Name)
-	if err != nil {
-		// The Gang plugin holds members back until their PodGroup exists.
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("PodGroup %s/%s: %v", key.Namespace, key.Name, err))
+	g, status := pl.gangOf(key, nil, []*v1.Pod{pod})
+	if status != nil {
+		return nil, status
 	}
-	req, err := gang.ParseFabricRequest(pg.Annotations, &pl.args.Fabric, pl.defaults)
-	if err != nil {
-		msg := fmt.Sprintf("PodGroup %s/%s: %v", pg.Namespace, pg.Name, err)
-		pl.reporter.Event(pg, []*v1.Pod{pod}, v1.EventTypeWarning, ReasonInvalidRequest, "Scheduling", msg)
-		pl.reporter.SetCondition(key, metav1.Condition{Type: ConditionType, Status: metav1.ConditionFalse, Reason: ReasonInvalidRequest, Message: msg})
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
-	}
-	members, err := pl.members.List(key.Namespace, key.Name)
+	members, err := pl.gangs.MembersOf(key, gang.HandleScheduler(pl.handle))
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	plan := gangPlan{key: key, request: req, template: capacity.Largest(members, pl.gpu), pinned: pl.placedMembers(key, members)}
+	all := members.All()
+	plan := gangPlan{key: key, request: g.Request, template: capacity.Largest(all, pl.gpu), pinned: members.PlacedNodes()}
 	if plan.template == nil {
 		plan.template = pod
 	}
-	plan.pods = max(len(members)-len(plan.pinned), 1)
-	plan.minPods = max(int(pg.Spec.MinMember), 1) - len(plan.pinned)
+	plan.pods = max(len(all)-len(plan.pinned), 1)
+	plan.minPods = g.MinMember - len(plan.pinned)
 	tree, err := pl.tracker.Tree()
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
 	// Only the best candidate is used: the lowest level is enough.
 	d := pl.decide(tree, nodes, plan, true)
-	pl.progress.attempt(key, d, len(members))
+	pl.progress.attempt(key, d, len(all))
 	if len(d.candidates) == 0 {
 		klog.FromContext(ctx).V(4).Info("No fabric domain holds the gang", "pod", klog.KObj(pod), "gang", key, "why", d.explanation)
-		pl.reporter.Event(pg, nil, v1.EventTypeWarning, ReasonNoDomain, "Scheduling", d.explanation)
+		pl.reporter.Event(g.PodGroup, nil, v1.EventTypeWarning, ReasonNoDomain, "Scheduling", d.explanation)
 		pl.reporter.SetCondition(key, metav1.Condition{Type: ConditionType, Status: metav1.ConditionFalse, Reason: ReasonNoDomain, Message: d.explanation})
 		return nil, fwk.NewStatus(fwk.Unschedulable, d.explanation)
 	}
@@ -88,24 +79,6 @@ func (pl *FabricTopology) PreFilter(ctx context.Context, state fwk.CycleState, p
 	}
 	klog.FromContext(ctx).V(5).Info("Fabric plan for gang member", "pod", klog.KObj(pod), "gang", key, "domain", best.Domain.Name, "nodes", allowed.Len())
 	return &fwk.PreFilterResult{NodeNames: allowed}, nil
-}
-
-// placedMembers returns the nodes of the gang's members that are bound or
-// waiting at Permit (assumed on a node).
-func (pl *FabricTopology) placedMembers(key gang.Key, members []*v1.Pod) []string {
-	var nodes []string
-	for _, m := range members {
-		if m.Spec.NodeName != "" {
-			nodes = append(nodes, m.Spec.NodeName)
-		}
-	}
-	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-		p := wp.GetPod()
-		if p.Namespace == key.Namespace && p.Labels[v1alpha1.PodGroupLabel] == key.Name && p.Spec.NodeName != "" {
-			nodes = append(nodes, p.Spec.NodeName)
-		}
-	})
-	return nodes
 }
 
 // PreFilterExtensions returns nil: the plan does not change with other pods

@@ -5,7 +5,6 @@ package fabrictopology
 
 import (
 	"context"
-	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,24 +43,20 @@ func (pl *FabricTopology) GeneratePlacements(ctx context.Context, state fwk.PodG
 	}
 	logger := klog.FromContext(ctx)
 	key := gang.Key{API: gang.Native, Namespace: pg.Namespace, Name: pg.Name}
-	req, err := gang.ParseFabricRequest(pg.Annotations, &pl.args.Fabric, pl.defaults)
-	if err != nil {
-		msg := fmt.Sprintf("PodGroup %s/%s: %v", pg.Namespace, pg.Name, err)
-		pl.reporter.Event(pg, pods, v1.EventTypeWarning, ReasonInvalidRequest, "Scheduling", msg)
-		pl.reporter.SetCondition(key, metav1.Condition{Type: ConditionType, Status: metav1.ConditionFalse, Reason: ReasonInvalidRequest, Message: msg})
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	g, status := pl.gangOf(key, pg, pods)
+	if status != nil {
+		return nil, status
 	}
 	tree, err := pl.tracker.Tree()
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	plan := gangPlan{key: key, request: req, pods: len(pods), template: capacity.Largest(pods, pl.gpu)}
-	if state, err := pl.handle.SnapshotSharedLister().PodGroupStates().Get(pg.Namespace, pg.Name); err == nil {
-		for _, p := range state.ScheduledPods() {
-			plan.pinned = append(plan.pinned, p.Spec.NodeName)
-		}
+	members, err := pl.gangs.MembersOf(key, gang.HandleScheduler(pl.handle))
+	if err != nil {
+		return nil, fwk.AsStatus(err)
 	}
-	plan.minPods = int(pg.Spec.SchedulingPolicy.Gang.MinCount) - len(plan.pinned)
+	plan := gangPlan{key: key, request: g.Request, pods: len(pods), template: capacity.Largest(pods, pl.gpu), pinned: members.PlacedNodes()}
+	plan.minPods = g.MinMember - len(plan.pinned)
 	// Each placement costs a simulated scheduling of the gang, and the
 	// higher levels' fallbacks cost the most (a spine, the cluster). The
 	// capacity model is conservative, so the lowest level's candidates

@@ -55,7 +55,7 @@ type decision struct {
 // candidates of the lowest level that holds the gang (see
 // GeneratePlacements), and does not search the levels above.
 func (pl *FabricTopology) decide(tree *fabric.Tree, nodes []fwk.NodeInfo, p gangPlan, lowestOnly bool) decision {
-	overlay := tree.Overlay(pl.slots.of(tree, nodes, p.template, capacity.ExternalFor(pl.handle)))
+	overlay := tree.Overlay(pl.slots.of(tree, nodes, p.template, pl.external))
 	var pinned []int
 	for _, name := range p.pinned {
 		if i, ok := tree.NodeIndex(name); ok {

@@ -51,7 +51,7 @@ func cluster(tb testing.TB, nodes int) (*fabric.Tree, []fwk.NodeInfo) {
 func BenchmarkDecide(b *testing.B) {
 	for _, nodes := range []int{1000, 5000} {
 		tree, infos := cluster(b, nodes)
-		pl := &FabricTopology{gpu: "nvidia.com/gpu", args: &config.FabricTopologyArgs{}}
+		pl := &FabricTopology{gpu: "nvidia.com/gpu"}
 		for _, g := range []struct{ pods, gpus int }{{4, 8}, {32, 8}, {64, 8}} {
 			for _, ladder := range []bool{true, false} {
 				name := "first-attempt"
@@ -76,7 +76,7 @@ func BenchmarkDecide(b *testing.B) {
 // candidates; later attempts get the whole ladder, the lowest level first.
 func TestFirstAttempt(t *testing.T) {
 	tree, infos := cluster(t, 1000)
-	pl := &FabricTopology{gpu: "nvidia.com/gpu", args: &config.FabricTopologyArgs{}}
+	pl := &FabricTopology{gpu: "nvidia.com/gpu"}
 	template := st.MakePod().Name("m").Req(map[v1.ResourceName]string{"nvidia.com/gpu": "8"}).Obj()
 	plan := gangPlan{request: gang.FabricRequest{Level: "any", Mode: config.FabricModePreferred}, pods: 4, template: template}
 	ladder := pl.decide(tree, infos, plan, false)

@@ -18,20 +18,25 @@ package gang
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/utils/clock"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/apis/config/validation"
 	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/gang"
+	"github.com/sluice-sched/sluice/pkg/requeue"
 )
 
 // Name is the plugin's name in the registry and in configurations.
@@ -42,16 +47,36 @@ const (
 	ReasonWaitingForPodGroup = "WaitingForPodGroup"
 	ReasonWaitingForMembers  = "WaitingForMembers"
 	ReasonGangRejected       = "GangRejected"
-	ReasonMalformedPodGroup  = "MalformedPodGroup"
+	ReasonMalformedPodGroup  = gang.ReasonMalformedPodGroup
 )
+
+// Runtime is what the plugin needs of the scheduler's sluice runtime.
+type Runtime interface {
+	Declare(ctx context.Context, h fwk.Handle, path *field.Path, f config.Facts) error
+	Seal() error
+	Gangs() *gang.Gangs
+	Reporter(h fwk.Handle) (*gang.Reporter, error)
+}
+
+// Gangs is what the plugin reads of gangs (the runtime's *gang.Gangs).
+type Gangs interface {
+	Get(key gang.Key) (*gang.Gang, error)
+	MembersOf(key gang.Key, s gang.Scheduler) (gang.Members, error)
+}
 
 // Gang is the plugin.
 type Gang struct {
-	handle    fwk.Handle
-	args      *config.GangArgs
-	podGroups *gang.PodGroups
-	members   *gang.Members
+	rt     Runtime
+	handle fwk.Handle
+	args   *config.GangArgs
+	clock  clock.WithDelayedExecution
+	// Taken from the runtime when it is sealed (EventsToRegister).
+	gangs Gangs
+	// served reports whether the cluster serves scheduler-plugins
+	// PodGroups (and their informer has synced).
+	served    func() bool
 	reporter  *gang.Reporter
+	scheduler gang.Scheduler
 
 	mu sync.Mutex
 	// backoff holds gangs that were rejected as a whole, until when.
@@ -69,36 +94,48 @@ var (
 	_ fwk.EnqueueExtensions = &Gang{}
 )
 
-// New builds the plugin from GangArgs.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	args, ok := obj.(*config.GangArgs)
-	if !ok {
-		return nil, fmt.Errorf("want args to be of type GangArgs, got %T", obj)
+// New returns the plugin's factory over rt.
+func New(rt Runtime) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		args, ok := obj.(*config.GangArgs)
+		if !ok {
+			return nil, fmt.Errorf("want args to be of type GangArgs, got %T", obj)
+		}
+		path := validation.ArgsPath(h.ProfileName(), Name)
+		if err := validation.ValidateGangArgs(path, args); err != nil {
+			return nil, err
+		}
+		if err := rt.Declare(ctx, h, path, config.Facts{}); err != nil {
+			return nil, err
+		}
+		return &Gang{rt: rt, handle: h, args: args, clock: clock.RealClock{}, scheduler: gang.HandleScheduler(h), backoff: map[gang.Key]time.Time{}}, nil
 	}
-	if err := validation.ValidateGangArgs(validation.ArgsPath(h.ProfileName(), Name), args); err != nil {
-		return nil, err
+}
+
+// Name returns the plugin name.
+func (pl *Gang) Name() string { return Name }
+
+// sealed takes the gangs from the runtime, once, and subscribes to
+// PodGroup changes: the scheduler has no informer for this CRD, so they
+// reach a gang's members by activating them.
+func (pl *Gang) sealed(ctx context.Context) error {
+	if pl.gangs != nil {
+		return nil
 	}
-	podGroups, err := gang.SharedPodGroups(ctx, h.ClientSet(), h.KubeConfig())
+	if err := pl.rt.Seal(); err != nil {
+		return err
+	}
+	reporter, err := pl.rt.Reporter(pl.handle)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	reporter, err := gang.NewReporter(ctx, h.ClientSet(), h.KubeConfig(), h.EventRecorder())
-	if err != nil {
-		return nil, err
-	}
-	pl := &Gang{
-		handle:    h,
-		args:      args,
-		podGroups: podGroups,
-		members:   gang.NewMembers(h.SharedInformerFactory().Core().V1().Pods().Informer()),
-		reporter:  reporter,
-		backoff:   map[gang.Key]time.Time{},
-	}
-	// The scheduler has no informer for this CRD; PodGroup changes reach
-	// the gang's members by activating them.
+	gangs := pl.rt.Gangs()
+	podGroups := gangs.LabelPodGroups()
+	pl.gangs, pl.served, pl.reporter = gangs, podGroups.Served, reporter
+	logger := klog.FromContext(ctx)
 	activate := func(obj any) {
 		if pg, ok := obj.(*v1alpha1.PodGroup); ok {
-			pl.activate(klog.FromContext(ctx), gang.Key{API: gang.Label, Namespace: pg.Namespace, Name: pg.Name})
+			pl.activate(logger, gang.Key{API: gang.Label, Namespace: pg.Namespace, Name: pg.Name}, "PodGroup changed")
 		}
 	}
 	podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -110,20 +147,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			activate(pg)
 		}
 	})
-	return pl, nil
+	return nil
 }
-
-// Name returns the plugin name.
-func (pl *Gang) Name() string { return Name }
 
 // labelGang returns the label gang of a pod.
 func labelGang(pod *v1.Pod) (gang.Key, bool) {
 	key, ok := gang.KeyOf(pod)
 	return key, ok && key.API == gang.Label
 }
-
-// minMember is a PodGroup's quorum; 0 or less means 1.
-func minMember(pg *v1alpha1.PodGroup) int { return max(int(pg.Spec.MinMember), 1) }
 
 // PreEnqueue keeps a label gang's members out of the active queue until
 // their PodGroup exists and has minMember live members, and while the gang
@@ -133,30 +164,35 @@ func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	if !ok {
 		return nil
 	}
-	if !pl.podGroups.Served() {
+	if !pl.served() {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"%s: %s PodGroups are not served by this cluster; install manifests/crds", ReasonWaitingForPodGroup, v1alpha1.SchemeGroupVersion))
 	}
-	pg, err := pl.podGroups.Get(key.Namespace, key.Name)
-	if err != nil {
+	g, err := pl.gangs.Get(key)
+	var invalid *gang.InvalidError
+	switch {
+	case errors.Is(err, gang.ErrNotFound):
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: PodGroup %s/%s not found", ReasonWaitingForPodGroup, key.Namespace, key.Name))
-	}
-	if msg, bad := pg.Annotations[gang.MalformedAnnotation]; bad {
-		text := fmt.Sprintf("PodGroup %s/%s cannot be read: %s", key.Namespace, key.Name, msg)
-		pl.reporter.Event(pg, []*v1.Pod{pod}, v1.EventTypeWarning, ReasonMalformedPodGroup, "Scheduling", text)
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonMalformedPodGroup+": "+text)
+	case errors.As(err, &invalid) && invalid.Reason == gang.ReasonMalformedPodGroup:
+		pl.reporter.Event(g.PodGroup, []*v1.Pod{pod}, v1.EventTypeWarning, invalid.Reason, "Scheduling", invalid.Error())
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, invalid.Reason+": "+invalid.Error())
+	case errors.As(err, &invalid):
+		// A bad fabric request: FabricTopology tells the user, with an
+		// Event on the PodGroup and its pods.
+	case err != nil:
+		return fwk.AsStatus(err)
 	}
 	if until, ok := pl.backoffUntil(key); ok {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s/%s backs off until %s after its last rejection",
 			ReasonGangRejected, key.Namespace, key.Name, until.Format(time.RFC3339)))
 	}
-	members, err := pl.members.List(key.Namespace, key.Name)
+	members, err := pl.gangs.MembersOf(key, pl.scheduler)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if want := minMember(pg); len(members) < want {
+	if live := len(members.Placed) + len(members.Pending); live < g.MinMember {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s/%s has %d of its %d members",
-			ReasonWaitingForMembers, key.Namespace, key.Name, len(members), want))
+			ReasonWaitingForMembers, key.Namespace, key.Name, live, g.MinMember))
 	}
 	return nil
 }
@@ -165,20 +201,24 @@ func (pl *Gang) backoffUntil(key gang.Key) (time.Time, bool) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	until, ok := pl.backoff[key]
-	if ok && time.Now().After(until) {
+	if ok && pl.clock.Now().After(until) {
 		delete(pl.backoff, key)
 		return time.Time{}, false
 	}
 	return until, ok
 }
 
-// EventsToRegister: a gang held back for missing members moves when a
-// member is created; one that did not fit moves when capacity appears.
-func (pl *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+// EventsToRegister seals the runtime (every plugin is built by now). A
+// gang held back for missing members moves when a member is created; one
+// that did not fit moves when capacity appears.
+func (pl *Gang) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
+	if err := pl.sealed(ctx); err != nil {
+		return nil, err
+	}
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: isSiblingAdded},
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint | fwk.UpdateNodeLabel}},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: isLabelGangMember},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint | fwk.UpdateNodeLabel}, QueueingHintFn: isLabelGangMember},
 	}, nil
 }
 
@@ -194,6 +234,16 @@ func isSiblingAdded(logger klog.Logger, pod *v1.Pod, _, newObj any) (fwk.Queuein
 	}
 	if other, ok := labelGang(added); ok && other == key {
 		logger.V(5).Info("Gang member added", "pod", klog.KObj(pod), "added", klog.KObj(added))
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// isLabelGangMember queues label gang members on capacity changes: Gang
+// rejects (at PostFilter, releasing the gang) only them.
+func isLabelGangMember(logger klog.Logger, pod *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
+	if _, ok := labelGang(pod); ok {
+		logger.V(5).Info("Capacity changed for a label gang member", "pod", klog.KObj(pod))
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil
@@ -230,8 +280,7 @@ func (pl *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _
 func (pl *Gang) rejectGang(ctx context.Context, key gang.Key, why string) {
 	logger := klog.FromContext(ctx)
 	var rejected []*v1.Pod
-	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-		p := wp.GetPod()
+	pl.scheduler.WaitingPods(func(p *v1.Pod) {
 		if k, ok := labelGang(p); ok && k == key {
 			rejected = append(rejected, p)
 		}
@@ -244,43 +293,40 @@ func (pl *Gang) rejectGang(ctx context.Context, key gang.Key, why string) {
 	// The first rejection starts the backoff; rejections of other members
 	// during it do not extend it.
 	backoff := time.Duration(pl.args.RejectedGangBackoffSeconds) * time.Second
+	now := pl.clock.Now()
 	pl.mu.Lock()
 	until, already := pl.backoff[key]
-	if already && time.Now().After(until) {
+	if already && now.After(until) {
 		already = false
 	}
 	if backoff > 0 && !already {
-		until = time.Now().Add(backoff)
+		until = now.Add(backoff)
 		pl.backoff[key] = until
 	}
 	pl.mu.Unlock()
 	if len(rejected) > 0 || !already {
 		logger.V(2).Info("Gang released", "gang", key, "why", why, "waitingMembersRejected", len(rejected), "backoff", backoff)
-		if pg, err := pl.podGroups.Get(key.Namespace, key.Name); err == nil && len(rejected) > 0 {
-			pl.reporter.Event(pg, nil, v1.EventTypeNormal, ReasonGangRejected, "Scheduling",
+		if g, err := pl.gangs.Get(key); err == nil && len(rejected) > 0 {
+			pl.reporter.Event(g.PodGroup, nil, v1.EventTypeNormal, ReasonGangRejected, "Scheduling",
 				fmt.Sprintf("released %d waiting members: %s; retrying in %s", len(rejected), why, backoff))
 		}
 	}
 	if backoff > 0 && !already {
-		time.AfterFunc(time.Until(until)+100*time.Millisecond, func() { pl.activate(logger, key) })
+		pl.clock.AfterFunc(until.Sub(now)+100*time.Millisecond, func() { pl.activate(logger, key, "backoff over") })
 	}
 }
 
 // activate moves a gang's pending members to the active queue.
-func (pl *Gang) activate(logger klog.Logger, key gang.Key) {
-	members, err := pl.members.List(key.Namespace, key.Name)
+func (pl *Gang) activate(logger klog.Logger, key gang.Key, why string) {
+	members, err := pl.gangs.MembersOf(key, pl.scheduler)
 	if err != nil {
 		return
 	}
-	pending := map[string]*v1.Pod{}
-	for _, m := range members {
-		if m.Spec.NodeName == "" {
-			pending[m.Namespace+"/"+m.Name] = m
-		}
+	pending := make(map[string]*v1.Pod, len(members.Pending))
+	for _, m := range members.Pending {
+		pending[m.Namespace+"/"+m.Name] = m
 	}
-	if len(pending) > 0 {
-		pl.handle.Activate(logger, pending)
-	}
+	requeue.Activate(logger, pl.handle, why, pending)
 }
 
 // Permit holds a member until minMember members of its gang are placed
@@ -290,40 +336,36 @@ func (pl *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeN
 	if !ok {
 		return nil, 0
 	}
-	pg, err := pl.podGroups.Get(key.Namespace, key.Name)
-	if err != nil {
+	g, err := pl.gangs.Get(key)
+	if errors.Is(err, gang.ErrNotFound) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %v", ReasonWaitingForPodGroup, err)), 0
 	}
-	members, err := pl.members.List(key.Namespace, key.Name)
+	var invalid *gang.InvalidError
+	if err != nil && !errors.As(err, &invalid) {
+		return fwk.AsStatus(err), 0
+	}
+	members, err := pl.gangs.MembersOf(key, pl.scheduler)
 	if err != nil {
 		return fwk.AsStatus(err), 0
 	}
 	placed := 1 // this pod
-	for _, m := range members {
-		if m.Spec.NodeName != "" && m.UID != pod.UID {
+	for _, m := range members.Placed {
+		if m.UID != pod.UID {
 			placed++
 		}
 	}
-	var waiting []fwk.WaitingPod
+	logger := klog.FromContext(ctx)
+	if placed < g.MinMember {
+		timeout := g.Timeout(time.Duration(pl.args.DefaultScheduleTimeoutSeconds) * time.Second)
+		logger.V(4).Info("Gang member waits for its gang", "pod", klog.KObj(pod), "gang", key, "placed", placed, "minMember", g.MinMember, "timeout", timeout)
+		pl.activate(logger, key, "a member waits at Permit")
+		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("%d of %d members of gang %s/%s placed", placed, g.MinMember, key.Namespace, key.Name)), timeout
+	}
 	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		if k, ok := labelGang(wp.GetPod()); ok && k == key && wp.GetPod().UID != pod.UID {
-			waiting = append(waiting, wp)
+			wp.Allow(Name)
 		}
 	})
-	placed += len(waiting)
-	logger := klog.FromContext(ctx)
-	if placed < minMember(pg) {
-		timeout := time.Duration(pl.args.DefaultScheduleTimeoutSeconds) * time.Second
-		if t := pg.Spec.ScheduleTimeoutSeconds; t != nil && *t > 0 {
-			timeout = time.Duration(*t) * time.Second
-		}
-		logger.V(4).Info("Gang member waits for its gang", "pod", klog.KObj(pod), "gang", key, "placed", placed, "minMember", minMember(pg), "timeout", timeout)
-		pl.activate(logger, key)
-		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("%d of %d members of gang %s/%s placed", placed, minMember(pg), key.Namespace, key.Name)), timeout
-	}
-	for _, wp := range waiting {
-		wp.Allow(Name)
-	}
 	logger.V(2).Info("Gang allowed to bind", "gang", key, "placed", placed, "node", nodeName)
 	return nil, 0
 }

@@ -15,14 +15,15 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/apis/config/validation"
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/overflow"
-	"github.com/sluice-sched/sluice/pkg/plugins/fabrictopology"
 )
 
 // Name is the plugin's name in the registry and in configurations.
@@ -39,8 +40,19 @@ const (
 	packTerm      = 10
 )
 
+// Runtime is what the plugin needs of the scheduler's sluice runtime.
+type Runtime interface {
+	Declare(ctx context.Context, h fwk.Handle, path *field.Path, f config.Facts) error
+	Seal() error
+	Fabric() (*fabric.Tracker, *config.FabricConfig)
+	Classes() *overflow.Classes
+}
+
 // InferencePacking is the plugin.
 type InferencePacking struct {
+	rt      Runtime
+	once    sync.Once
+	initErr error
 	handle  fwk.Handle
 	classes *overflow.Classes
 	tracker *fabric.Tracker
@@ -86,24 +98,38 @@ var (
 	_ fwk.SignPlugin     = &InferencePacking{}
 )
 
-// New builds the plugin from InferencePackingArgs.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	args, ok := obj.(*config.InferencePackingArgs)
-	if !ok {
-		return nil, fmt.Errorf("want args to be of type InferencePackingArgs, got %T", obj)
+// New returns the plugin's factory over rt. Its args may state the fabric
+// and the classes (once in the whole configuration).
+func New(rt Runtime) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		args, ok := obj.(*config.InferencePackingArgs)
+		if !ok {
+			return nil, fmt.Errorf("want args to be of type InferencePackingArgs, got %T", obj)
+		}
+		path := validation.ArgsPath(h.ProfileName(), Name)
+		if err := validation.ValidateInferencePackingArgs(path, args); err != nil {
+			return nil, err
+		}
+		if err := rt.Declare(ctx, h, path, config.Facts{Fabric: args.Fabric, Overflow: args.Overflow}); err != nil {
+			return nil, err
+		}
+		return &InferencePacking{rt: rt, handle: h}, nil
 	}
-	if err := validation.ValidateInferencePackingArgs(validation.ArgsPath(h.ProfileName(), Name), args); err != nil {
-		return nil, err
-	}
-	classes, err := overflow.ClassesFrom(&args.Overflow)
-	if err != nil {
-		return nil, err
-	}
-	tracker, err := fabrictopology.Tracker(ctx, &args.Fabric, h)
-	if err != nil {
-		return nil, err
-	}
-	return &InferencePacking{handle: h, classes: classes, tracker: tracker, gpu: v1.ResourceName(args.Fabric.GPUResourceName)}, nil
+}
+
+// ready takes the fabric and classes from the sealed runtime, once. A
+// scoring plugin rejects no pod, so kube-scheduler never asks it for its
+// events: this runs at the first use (the other plugins sealed the runtime
+// at start-up).
+func (pl *InferencePacking) ready() error {
+	pl.once.Do(func() {
+		if pl.initErr = pl.rt.Seal(); pl.initErr != nil {
+			return
+		}
+		tracker, fabricCfg := pl.rt.Fabric()
+		pl.tracker, pl.classes, pl.gpu = tracker, pl.rt.Classes(), v1.ResourceName(fabricCfg.GPUResourceName)
+	})
+	return pl.initErr
 }
 
 // Name returns the plugin name.
@@ -112,6 +138,9 @@ func (pl *InferencePacking) Name() string { return Name }
 // SignPod signs what the score depends on besides the cluster: the pod's
 // GPU request.
 func (pl *InferencePacking) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if err := pl.ready(); err != nil {
+		return nil, fwk.AsStatus(err)
+	}
 	return []fwk.SignFragment{{Key: "sluice.dev/InferencePacking.GPURequest()", Value: capacity.ShapeOf(pod).Scalar[pl.gpu]}}, nil
 }
 
@@ -131,6 +160,9 @@ func (s *preScoreState) Clone() fwk.StateData { return s }
 // generation compared per node), so a steady stream of pods costs one
 // cheap pass over the list, not a pass over every pod.
 func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if err := pl.ready(); err != nil {
+		return fwk.AsStatus(err)
+	}
 	tree, err := pl.tracker.Tree()
 	if err != nil {
 		return fwk.AsStatus(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 )
@@ -63,8 +65,23 @@ func newPlugin(tb testing.TB, nodes []*v1.Node, running []*v1.Pod) (*InferencePa
 		tb.Fatal(err)
 	}
 	snapshot := cache.NewSnapshot(running, nodes)
-	return &InferencePacking{handle: handle{snapshot: snapshot}, classes: classes, tracker: tracker, gpu: "nvidia.com/gpu"}, snapshot
+	rt := &sealedRuntime{tracker: tracker, classes: classes, fabric: &config.FabricConfig{GPUResourceName: "nvidia.com/gpu"}}
+	return &InferencePacking{rt: rt, handle: handle{snapshot: snapshot}}, snapshot
 }
+
+// sealedRuntime is a runtime sealed with these pieces.
+type sealedRuntime struct {
+	tracker *fabric.Tracker
+	classes *overflow.Classes
+	fabric  *config.FabricConfig
+}
+
+func (r *sealedRuntime) Declare(context.Context, fwk.Handle, *field.Path, config.Facts) error {
+	return nil
+}
+func (r *sealedRuntime) Seal() error                                     { return nil }
+func (r *sealedRuntime) Fabric() (*fabric.Tracker, *config.FabricConfig) { return r.tracker, r.fabric }
+func (r *sealedRuntime) Classes() *overflow.Classes                      { return r.classes }
 
 // TestScoreWorkedExample is the worked example of Score's doc comment: a
 // 1-GPU production pod, 8-GPU nodes.

@@ -2,41 +2,41 @@
 // Copyright 2026 The sluice Authors.
 
 // Package overflowpreemption is the OverflowPreemption plugin (research
-// profile) and the return controller that runs beside it.
+// profile): when a research pod or gang does not fit, it plans the claim
+// that frees room for it by moving production pods to the overflow
+// (virtual-kubelet) nodes, and hands it to the scheduler runtime's claim
+// engine (pkg/claims), which evicts in PodDisruptionBudget-safe waves.
 //
-// When a research pod or gang does not fit, OverflowPreemption frees room
-// for it by moving production pods to the overflow (virtual-kubelet) nodes:
-// only overflow-eligible production pods (they tolerate the overflow taint
-// and are not annotated sluice.dev/overflow: never), only as many as the
-// Ready overflow nodes have room for, and for a gang all inside one fabric
-// domain (fewest victims, then best fit). Evictions go through the Eviction
-// API in PodDisruptionBudget-respecting waves; the research pods keep their
-// nominations meanwhile, so nothing else takes the freed GPUs. Research
-// never preempts research, and production (preemptionPolicy: Never, and a
-// profile without this plugin) never preempts anything.
-//
-// The return controller moves production back to physical nodes once
-// room for it has stayed free for a hysteresis window, one PDB-respecting
-// wave at a time, and never while research waits.
+// Victims are only overflow-eligible production pods (they tolerate the
+// overflow taint and are not annotated sluice.dev/overflow: never), only
+// as many as the Ready overflow nodes have room for, and for a gang all
+// inside one fabric domain (fewest victims, then best fit). The research
+// pods keep their nominations meanwhile, so nothing else takes the freed
+// GPUs. Research never preempts research, and production
+// (preemptionPolicy: Never, and a profile without this plugin) never
+// preempts anything. The runtime also runs the return controller
+// (pkg/returns), which brings production back.
 package overflowpreemption
 
 import (
 	"context"
 	"fmt"
-	"time"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/apis/config/validation"
+	"github.com/sluice-sched/sluice/pkg/capacity"
+	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/gang"
-	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflow"
-	"github.com/sluice-sched/sluice/pkg/plugins/fabrictopology"
+	"github.com/sluice-sched/sluice/pkg/requeue"
 )
 
 // Name is the plugin's name in the registry and in configurations.
@@ -49,18 +49,37 @@ const (
 	ReasonNotResearch = "NotResearch"
 )
 
+// Runtime is what the plugin needs of the scheduler's sluice runtime.
+type Runtime interface {
+	Declare(ctx context.Context, h fwk.Handle, path *field.Path, f config.Facts) error
+	Seal() error
+	Fabric() (*fabric.Tracker, *config.FabricConfig)
+	Classes() *overflow.Classes
+	Gangs() *gang.Gangs
+	External() capacity.External
+	// RunClaims asks for the claim engine, started at the seal; Claims
+	// returns it.
+	RunClaims(h fwk.Handle)
+	Claims() *claims.Engine
+}
+
 // OverflowPreemption is the plugin.
 type OverflowPreemption struct {
-	handle    fwk.Handle
-	args      *config.OverflowPreemptionArgs
-	classes   *overflow.Classes
-	tracker   *fabric.Tracker
-	gpu       v1.ResourceName
-	defaults  gang.FabricRequest
-	podGroups *gang.PodGroups
-	members   *gang.Members
-	claims    *claims
-	waiting   *waiting
+	rt     Runtime
+	handle fwk.Handle
+	// Taken from the runtime when it is sealed (EventsToRegister).
+	classes  *overflow.Classes
+	tracker  *fabric.Tracker
+	gpu      v1.ResourceName
+	gangs    *gang.Gangs
+	external capacity.External
+	claims   *claims.Engine
+	// waiting are research pods that found no overflow room, retried when
+	// an overflow node gains room.
+	waiting *requeue.Waiting
+
+	once    sync.Once
+	initErr error
 }
 
 // OverflowPreemption is not a fwk.SignPlugin and needs not be: the
@@ -73,77 +92,57 @@ var (
 	_ fwk.PostBindPlugin           = &OverflowPreemption{}
 )
 
-// New builds the plugin from OverflowPreemptionArgs and starts its
-// eviction loop and, if enabled, the return controller.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	args, ok := obj.(*config.OverflowPreemptionArgs)
-	if !ok {
-		return nil, fmt.Errorf("want args to be of type OverflowPreemptionArgs, got %T", obj)
-	}
-	if err := validation.ValidateOverflowPreemptionArgs(validation.ArgsPath(h.ProfileName(), Name), args); err != nil {
-		return nil, err
-	}
-	metrics.Register()
-	classes, err := overflow.ClassesFrom(&args.Overflow)
-	if err != nil {
-		return nil, err
-	}
-	informers := h.SharedInformerFactory()
-	tracker, err := fabrictopology.Tracker(ctx, &args.Fabric, h)
-	if err != nil {
-		return nil, err
-	}
-	podGroups, err := gang.SharedPodGroups(ctx, h.ClientSet(), h.KubeConfig())
-	if err != nil {
-		return nil, err
-	}
-	w := &waves{
-		client:   h.ClientSet(),
-		pods:     informers.Core().V1().Pods().Lister(),
-		pdbs:     informers.Policy().V1().PodDisruptionBudgets().Lister(),
-		rss:      informers.Apps().V1().ReplicaSets().Lister(),
-		recorder: h.EventRecorder(),
-		reason:   "preemption",
-	}
-	pl := &OverflowPreemption{
-		handle:    h,
-		args:      args,
-		classes:   classes,
-		tracker:   tracker,
-		gpu:       v1.ResourceName(args.Fabric.GPUResourceName),
-		defaults:  gang.FabricRequest{Level: args.DefaultLevel, Mode: args.DefaultMode},
-		podGroups: podGroups,
-		members:   gang.NewMembers(informers.Core().V1().Pods().Informer()),
-		claims:    newClaims(w, time.Duration(args.WaveTimeoutSeconds)*time.Second),
-	}
-	pl.claims.activate = func(ctx context.Context, pods []*v1.Pod) {
-		byName := make(map[string]*v1.Pod, len(pods))
-		for _, p := range pods {
-			byName[p.Namespace+"/"+p.Name] = p
+// New returns the plugin's factory over rt. Its args may state the classes,
+// the fabric, the claim engine's and the return controller's settings
+// (each once in the whole configuration).
+func New(rt Runtime) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		args, ok := obj.(*config.OverflowPreemptionArgs)
+		if !ok {
+			return nil, fmt.Errorf("want args to be of type OverflowPreemptionArgs, got %T", obj)
 		}
-		h.Activate(klog.FromContext(ctx), byName)
-	}
-	if pl.waiting, err = newWaiting(ctx, h, classes); err != nil {
-		return nil, err
-	}
-	go pl.claims.run(ctx, 250*time.Millisecond)
-	if args.Return.Enabled {
-		r, err := newReturner(h, classes, &args.Return, pl.claims)
-		if err != nil {
+		path := validation.ArgsPath(h.ProfileName(), Name)
+		if err := validation.ValidateOverflowPreemptionArgs(path, args); err != nil {
 			return nil, err
 		}
-		go r.run(ctx)
+		facts := config.Facts{Overflow: args.Overflow, Fabric: args.Fabric, Claims: args.Claims, Return: args.Return}
+		if err := rt.Declare(ctx, h, path, facts); err != nil {
+			return nil, err
+		}
+		rt.RunClaims(h)
+		return &OverflowPreemption{rt: rt, handle: h, waiting: requeue.NewWaiting(h)}, nil
 	}
-	klog.FromContext(ctx).V(2).Info("OverflowPreemption ready", "profile", h.ProfileName(), "return", args.Return.Enabled)
-	return pl, nil
 }
 
 // Name returns the plugin name.
 func (pl *OverflowPreemption) Name() string { return Name }
 
+// ready takes what the plugin shares from the sealed runtime, once. A
+// PostFilter plugin is never asked for its events (kube-scheduler asks
+// only plugins that reject pods), so this runs at the first use; the
+// runtime is sealed by then (the other plugins' EventsToRegister sealed it
+// at start-up). PostFilter plugins take no part in requeueing either, so
+// the pods waiting for overflow room are retried by the plugin itself
+// (requeue.go).
+func (pl *OverflowPreemption) ready(ctx context.Context) error {
+	pl.once.Do(func() {
+		if pl.initErr = pl.rt.Seal(); pl.initErr != nil {
+			return
+		}
+		tracker, fabricCfg := pl.rt.Fabric()
+		pl.tracker, pl.gpu = tracker, v1.ResourceName(fabricCfg.GPUResourceName)
+		pl.classes, pl.gangs, pl.external, pl.claims = pl.rt.Classes(), pl.rt.Gangs(), pl.rt.External(), pl.rt.Claims()
+		pl.initErr = pl.watchOverflowRoom(ctx)
+	})
+	return pl.initErr
+}
+
 // PostBind ends a claim once all its pods are bound.
-func (pl *OverflowPreemption) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+func (pl *OverflowPreemption) PostBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	if pl.ready(ctx) != nil {
+		return
+	}
 	if pl.classes.IsResearch(pod) {
-		pl.claims.boundPod(pod)
+		pl.claims.Bound(pod)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/capacity"
+	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/gang"
 	"github.com/sluice-sched/sluice/pkg/overflow"
@@ -42,7 +42,7 @@ func (pl *OverflowPreemption) planFor(pods []*v1.Pod, pinned []string, req gang.
 	}
 	template := capacity.Largest(pods, pl.gpu)
 	shape := capacity.ShapeOf(template)
-	ext := capacity.ExternalFor(pl.handle)
+	ext := pl.external
 	var states []overflow.NodeState
 	for _, ni := range all {
 		node := ni.Node()
@@ -57,7 +57,7 @@ func (pl *OverflowPreemption) planFor(pods []*v1.Pod, pinned []string, req gang.
 			Name: node.Name,
 			Free: capacity.FreeOf(ni, held),
 			// A node being freed for another claim is not planned twice.
-			Eligible: usable && shape.Eligible(node) && !pl.claims.nodeClaimed(node.Name),
+			Eligible: usable && shape.Eligible(node) && !pl.claims.NodeClaimed(node.Name),
 		}
 		for _, pi := range ni.GetPods() {
 			if p := pi.GetPod(); pl.classes.Eligible(p) {
@@ -113,7 +113,7 @@ func (p *plan) assign(pods []*v1.Pod) map[string]string {
 
 // start turns a plan into a running claim and tells the claimants and the
 // victims why.
-func (pl *OverflowPreemption) start(ctx context.Context, key string, claimants []*v1.Pod, p *plan, nominations map[string]string) *claim {
+func (pl *OverflowPreemption) start(ctx context.Context, key string, claimants []*v1.Pod, p *plan, nominations map[string]string) *claims.Claim {
 	var victims []*v1.Pod
 	nodes := make([]string, 0, len(p.claim.Victims))
 	for n := range p.claim.Victims {
@@ -123,12 +123,11 @@ func (pl *OverflowPreemption) start(ctx context.Context, key string, claimants [
 	for _, n := range nodes {
 		victims = append(victims, p.claim.Victims[n]...)
 	}
-	note := fmt.Sprintf("%d production pods chosen as the fewest victims in %s", len(victims), p.claim.Domain.Name)
-	c := &claim{
-		key: key, domain: p.claim.Domain.Name, claimants: claimants, nominations: nominations,
-		pending: victims, victims: len(victims), started: time.Now(), progressAt: time.Now(), bound: map[types.UID]bool{}, note: note,
+	c := &claims.Claim{
+		Key: key, Domain: p.claim.Domain.Name, Claimants: claimants, Nominations: nominations, Victims: victims,
+		Note: fmt.Sprintf("%d production pods chosen as the fewest victims in %s", len(victims), p.claim.Domain.Name),
 	}
-	pl.claims.add(c)
+	pl.claims.Start(c)
 	msg := fmt.Sprintf("claiming %s: %s move to overflow nodes in PodDisruptionBudget-safe waves", p.claim.Domain.Name, describe(victims))
 	if rec := pl.handle.EventRecorder(); rec != nil {
 		for _, cl := range claimants {
@@ -153,37 +152,36 @@ func describe(victims []*v1.Pod) string {
 // PostFilter claims room for a single research pod (e.g. a slurmd worker)
 // or, for a member of a label gang, for the whole gang's remaining members.
 func (pl *OverflowPreemption) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if err := pl.ready(ctx); err != nil {
+		return nil, fwk.AsStatus(err)
+	}
 	if !pl.classes.IsResearch(pod) {
 		return nil, fwk.NewStatus(fwk.Unschedulable, ReasonNotResearch+": only research pods claim room from production")
 	}
 	key := pod.Namespace + "/" + pod.Name
 	claimants := []*v1.Pod{pod}
 	var pinned []string
-	req := pl.defaults
+	_, fabricCfg := pl.rt.Fabric()
+	req := gang.FabricRequest{Level: fabricCfg.DefaultLevel, Mode: fabricCfg.DefaultMode}
 	if g, ok := gang.KeyOf(pod); ok && g.API == gang.Label {
 		key = g.String()
-		if pg, err := pl.podGroups.Get(g.Namespace, g.Name); err == nil {
-			if r, err := gang.ParseFabricRequest(pg.Annotations, &pl.args.Fabric, pl.defaults); err == nil {
-				req = r
-			}
+		lg, err := pl.gangs.Get(g)
+		if err != nil {
+			// The gang's own plugins tell the user why (Events on the
+			// PodGroup and its pods); nothing is claimed for it.
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonNoClaim+": "+err.Error())
 		}
-		members, err := pl.members.List(g.Namespace, g.Name)
+		req = lg.Request
+		members, err := pl.gangs.MembersOf(g, gang.HandleScheduler(pl.handle))
 		if err != nil {
 			return nil, fwk.AsStatus(err)
 		}
-		claimants = nil
-		for _, m := range members {
-			if m.Spec.NodeName != "" {
-				pinned = append(pinned, m.Spec.NodeName)
-			} else {
-				claimants = append(claimants, m)
-			}
-		}
+		pinned, claimants = members.PlacedNodes(), members.Pending
 	} else if ok {
 		// Native gang members are handled as a group (PodGroupPostFilter).
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	if c := pl.claims.get(key); c != nil {
+	if c := pl.claims.Get(key); c != nil {
 		return nominate(pod, c)
 	}
 	p, why := pl.planFor(claimants, pinned, req)
@@ -207,10 +205,10 @@ func (pl *OverflowPreemption) PostFilter(ctx context.Context, _ fwk.CycleState, 
 	return nominate(pod, c)
 }
 
-func nominate(pod *v1.Pod, c *claim) (*fwk.PostFilterResult, *fwk.Status) {
-	node, ok := c.nominations[pod.Namespace+"/"+pod.Name]
+func nominate(pod *v1.Pod, c *claims.Claim) (*fwk.PostFilterResult, *fwk.Status) {
+	node, ok := c.Nomination(pod)
 	if !ok {
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("claim %s does not cover this pod", c.key))
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("claim %s does not cover this pod", c.Key))
 	}
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)
 }
@@ -220,6 +218,9 @@ func nominate(pod *v1.Pod, c *claim) (*fwk.PostFilterResult, *fwk.Status) {
 // victims are removed from a copy of the snapshot and the whole gang is
 // scheduled there, so only a claim that really makes the gang fit evicts.
 func (pl *OverflowPreemption) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleState, pgi fwk.PodGroupInfo, schedule fwk.PodGroupSchedulingFunc) (*fwk.PodGroupPostFilterResult, *fwk.Status) {
+	if err := pl.ready(ctx); err != nil {
+		return nil, fwk.AsStatus(err)
+	}
 	pg := pgi.GetPodGroup()
 	pods := pgi.GetUnscheduledPods()
 	if pg == nil || len(pods) == 0 {
@@ -228,20 +229,21 @@ func (pl *OverflowPreemption) PodGroupPostFilter(ctx context.Context, _ fwk.PodG
 	if !pl.classes.IsResearch(pods[0]) {
 		return nil, fwk.NewStatus(fwk.Unschedulable, ReasonNotResearch+": only research gangs claim room from production")
 	}
-	key := gang.Key{API: gang.Native, Namespace: pg.Namespace, Name: pg.Name}.String()
-	if c := pl.claims.get(key); c != nil {
+	gkey := gang.Key{API: gang.Native, Namespace: pg.Namespace, Name: pg.Name}
+	key := gkey.String()
+	if c := pl.claims.Get(key); c != nil {
 		return groupNominations(pods, c), fwk.NewStatus(fwk.Success)
 	}
-	req, err := gang.ParseFabricRequest(pg.Annotations, &pl.args.Fabric, pl.defaults)
+	g, err := pl.gangs.NativeGang(pg)
 	if err != nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonNoClaim+": "+err.Error())
 	}
-	var pinned []string
-	if st, err := pl.handle.SnapshotSharedLister().PodGroupStates().Get(pg.Namespace, pg.Name); err == nil {
-		for _, p := range st.ScheduledPods() {
-			pinned = append(pinned, p.Spec.NodeName)
-		}
+	req := g.Request
+	members, err := pl.gangs.MembersOf(gkey, gang.HandleScheduler(pl.handle))
+	if err != nil {
+		return nil, fwk.AsStatus(err)
 	}
+	pinned := members.PlacedNodes()
 	p, why := pl.planFor(pods, pinned, req)
 	if p == nil {
 		pl.noClaim(pods, why)
@@ -287,10 +289,10 @@ func (pl *OverflowPreemption) verify(ctx context.Context, p *plan, schedule fwk.
 	return out, nil
 }
 
-func groupNominations(pods []*v1.Pod, c *claim) *fwk.PodGroupPostFilterResult {
+func groupNominations(pods []*v1.Pod, c *claims.Claim) *fwk.PodGroupPostFilterResult {
 	res := &fwk.PodGroupPostFilterResult{NominatingInfos: map[types.NamespacedName]*fwk.NominatingInfo{}}
 	for _, p := range pods {
-		if node, ok := c.nominations[p.Namespace+"/"+p.Name]; ok {
+		if node, ok := c.Nomination(p); ok {
 			res.NominatingInfos[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}
 		}
 	}
@@ -300,9 +302,7 @@ func groupNominations(pods []*v1.Pod, c *claim) *fwk.PodGroupPostFilterResult {
 // noClaim tells the pods why no production is moved for them. (A gang's
 // FailedScheduling event carries the group's failure, not this.)
 func (pl *OverflowPreemption) noClaim(pods []*v1.Pod, why string) {
-	if pl.waiting != nil {
-		pl.waiting.add(pods)
-	}
+	pl.waiting.Add(pods...)
 	rec := pl.handle.EventRecorder()
 	if rec == nil {
 		return

@@ -13,13 +13,14 @@ import (
 
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/metrics"
+	"github.com/sluice-sched/sluice/pkg/slurm"
 )
 
 // preFilterStateKey holds the cycle's view of Slurm.
 const preFilterStateKey fwk.StateKey = "PreFilter" + Name
 
 type preFilterState struct {
-	view
+	slurm.Reading
 	gpus int64 // the pod's GPU request
 }
 
@@ -29,15 +30,15 @@ func (s *preFilterState) Clone() fwk.StateData { return s }
 // PreFilter reads the snapshot once per cycle, so every node of the cycle
 // is judged against the same Slurm state.
 func (pl *SlurmNodeState) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if pl.cache == nil {
+	if pl.view == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	v := pl.currentView(klog.FromContext(ctx))
-	if v.snap == nil && !v.stale {
+	r := pl.view.Read(klog.FromContext(ctx))
+	if r.Snap == nil && !r.Stale {
 		// Failing open with nothing to read.
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	state.Write(preFilterStateKey, &preFilterState{view: v, gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]})
+	state.Write(preFilterStateKey, &preFilterState{Reading: r, gpus: capacity.ShapeOf(pod).Scalar[pl.view.Config().GPUResource]})
 	return nil, nil
 }
 
@@ -56,22 +57,22 @@ func (pl *SlurmNodeState) Filter(ctx context.Context, state fwk.CycleState, pod 
 	}
 	s := data.(*preFilterState)
 	node := nodeInfo.Node()
-	if s.stale && pl.managed(s.view, node) {
+	if s.Stale && pl.view.Managed(s.Reading, node) {
 		metrics.SlurmRejections.WithLabelValues("stale").Inc()
-		pl.remember(pod)
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: failing closed: %s", ReasonStale, s.why))
+		pl.rejected.Add(pod)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: failing closed: %s", ReasonStale, s.Why))
 	}
-	if s.snap == nil {
+	if s.Snap == nil {
 		return nil
 	}
-	name := pl.slurmName(node)
-	n, ok := s.snap.Nodes[name]
+	name := pl.view.SlurmName(node)
+	n, ok := s.Snap.Nodes[name]
 	if !ok {
 		return nil
 	}
-	if bad := pl.unhealthy(n); bad != "" {
+	if bad := pl.view.Unhealthy(n); bad != "" {
 		metrics.SlurmRejections.WithLabelValues("state").Inc()
-		pl.remember(pod)
+		pl.rejected.Add(pod)
 		msg := fmt.Sprintf("%s: Slurm node %s is %s", ReasonUnhealthy, name, n.StateString())
 		if n.Reason != "" {
 			msg += fmt.Sprintf(" (reason: %q)", n.Reason)
@@ -80,14 +81,15 @@ func (pl *SlurmNodeState) Filter(ctx context.Context, state fwk.CycleState, pod 
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 	}
 	if s.gpus > 0 {
-		if held := pl.heldGPUs(node, n); held > 0 {
-			free := capacity.Free(nodeInfo, pl.gpu, held)
+		if held := pl.view.HeldGPUs(node, n); held > 0 {
+			gpu := pl.view.Config().GPUResource
+			free := capacity.Free(nodeInfo, gpu, held)
 			if s.gpus > free {
 				metrics.SlurmRejections.WithLabelValues("gpus_held").Inc()
-				pl.remember(pod)
-				alloc := nodeInfo.GetAllocatable().GetScalarResources()[pl.gpu]
+				pl.rejected.Add(pod)
+				alloc := nodeInfo.GetAllocatable().GetScalarResources()[gpu]
 				return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: Slurm jobs hold %d of %d %s on %s; %d free for pods, the pod needs %d",
-					ReasonGPUsHeld, held, alloc, pl.gpu, node.Name, free, s.gpus))
+					ReasonGPUsHeld, held, alloc, gpu, node.Name, free, s.gpus))
 			}
 		}
 	}
@@ -97,7 +99,7 @@ func (pl *SlurmNodeState) Filter(ctx context.Context, state fwk.CycleState, pod 
 // PreScore skips scoring when there is no Slurm state to score by.
 func (pl *SlurmNodeState) PreScore(_ context.Context, state fwk.CycleState, _ *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	data, err := state.Read(preFilterStateKey)
-	if err != nil || data.(*preFilterState).snap == nil {
+	if err != nil || data.(*preFilterState).Snap == nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	return nil
@@ -115,14 +117,14 @@ func (pl *SlurmNodeState) Score(_ context.Context, state fwk.CycleState, _ *v1.P
 		return 0, nil
 	}
 	s := data.(*preFilterState)
-	n, ok := s.snap.Nodes[pl.slurmName(nodeInfo.Node())]
+	n, ok := s.Snap.Nodes[pl.view.SlurmName(nodeInfo.Node())]
 	switch {
 	case !ok || n.State == "IDLE":
 		return fwk.MaxScore, nil
 	case n.State == "ALLOCATED":
 		return 0, nil
 	}
-	total, used := n.GPUs(pl.args.GRESName)
+	total, used := n.GPUs(pl.view.Config().GRESName)
 	if total == 0 {
 		return fwk.MaxScore / 2, nil
 	}

@@ -18,12 +18,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
+	"github.com/sluice-sched/sluice/pkg/requeue"
 	"github.com/sluice-sched/sluice/pkg/slurm"
 )
 
@@ -47,7 +47,16 @@ func (r *restd) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // newPlugin builds the plugin over a fake slurmrestd serving the fixture
 // (gpu01 MIXED with 2 of 8 GPUs in jobs, gpu04 IDLE+DRAIN "maintenance",
 // gpu05 DOWN, gpu06 MIXED+DRAIN, gpu07 IDLE, gpu08 DOWN+NOT_RESPONDING).
-func newPlugin(t *testing.T, mode config.SlurmFailureMode, maxStaleness time.Duration) (*SlurmNodeState, *restd, *testingclock.FakePassiveClock) {
+// fixture is a plugin over a fake slurmrestd, with what tests turn.
+type fixture struct {
+	pl    *SlurmNodeState
+	restd *restd
+	clock *testingclock.FakePassiveClock
+	cache *slurm.Cache
+	act   *activator
+}
+
+func newPlugin(t *testing.T, mode config.SlurmFailureMode, maxStaleness time.Duration) fixture {
 	t.Helper()
 	body, err := os.ReadFile(filepath.Join("..", "..", "slurm", "testdata", "responses", "slurm-nodes-v0.0.38.json"))
 	if err != nil {
@@ -69,17 +78,16 @@ func newPlugin(t *testing.T, mode config.SlurmFailureMode, maxStaleness time.Dur
 	if err := cache.Poll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return &SlurmNodeState{
-		args: &config.SlurmNodeStateArgs{
-			FailureMode: mode, SharedNodeLabel: "sluice.dev/slurm-shared", GRESName: "gpu",
-			GPUResourceName: "nvidia.com/gpu", NodeNameLabel: "slurm.example/name",
-		},
-		cache:    cache,
-		gpu:      "nvidia.com/gpu",
-		unhealth: []string{"DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "MAINTENANCE"},
-		maxAge:   maxStaleness,
-		rejected: map[string]*v1.Pod{},
-	}, fake, clk
+	view := slurm.NewView(cache, slurm.ViewConfig{
+		MaxAge: maxStaleness, FailOpen: mode == config.SlurmFailOpen,
+		UnhealthyStates: []string{"DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "MAINTENANCE"},
+		NodeNameLabel:   "slurm.example/name", SharedNodeLabel: "sluice.dev/slurm-shared",
+		GRESName: "gpu", GPUResource: "nvidia.com/gpu",
+	})
+	act := &activator{}
+	pl := &SlurmNodeState{view: view, rejected: requeue.NewWaiting(act)}
+	view.OnChange(func() { pl.rejected.ActivateAll(klog.Background(), "test") })
+	return fixture{pl: pl, restd: fake, clock: clk, cache: cache, act: act}
 }
 
 func gpuNode(name string, labels ...string) *v1.Node {
@@ -115,7 +123,7 @@ func filter(t *testing.T, pl *SlurmNodeState, pod *v1.Pod, node *v1.Node, runnin
 }
 
 func TestFilter(t *testing.T) {
-	pl, _, _ := newPlugin(t, config.SlurmFailClosed, time.Minute)
+	pl := newPlugin(t, config.SlurmFailClosed, time.Minute).pl
 	shared := []string{"sluice.dev/slurm-shared", "true"}
 	tests := []struct {
 		name    string
@@ -164,19 +172,20 @@ func TestStaleSnapshot(t *testing.T) {
 		{config.SlurmFailOpen, "Success", "Success"},
 	} {
 		t.Run(string(tt.mode), func(t *testing.T) {
-			pl, fake, clk := newPlugin(t, tt.mode, time.Minute)
+			f := newPlugin(t, tt.mode, time.Minute)
+			pl, fake, clk := f.pl, f.restd, f.clock
 			fake.mu.Lock()
 			fake.down = true
 			fake.mu.Unlock()
-			_ = pl.cache.Poll(context.Background())
+			_ = f.cache.Poll(context.Background())
 			// Still fresh: the last good snapshot is used.
 			if got := filter(t, pl, gpuPod("1"), gpuNode("gpu04")); !strings.Contains(got, "SlurmNodeUnhealthy") {
 				t.Errorf("fresh: gpu04 = %q, want the drained state of the last good snapshot", got)
 			}
-			fresh := pl.Generation()
+			fresh := pl.view.Generation()
 			clk.SetTime(clk.Now().Add(time.Minute + time.Second))
 			// Going stale changes NodeExternal's answers: a new generation.
-			if pl.Generation() == fresh {
+			if pl.view.Generation() == fresh {
 				t.Errorf("generation %d unchanged when the snapshot became too old", fresh)
 			}
 			if got := filter(t, pl, gpuPod("1"), gpuNode("gpu07")); !strings.HasPrefix(got, tt.wantIdle) {
@@ -203,7 +212,7 @@ func TestStaleSnapshot(t *testing.T) {
 			fake.mu.Lock()
 			fake.down = false
 			fake.mu.Unlock()
-			if err := pl.cache.Poll(context.Background()); err != nil {
+			if err := f.cache.Poll(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if got := filter(t, pl, gpuPod("1"), gpuNode("gpu07")); got != "Success" {
@@ -218,7 +227,7 @@ func TestStaleSnapshot(t *testing.T) {
 }
 
 func TestScore(t *testing.T) {
-	pl, _, _ := newPlugin(t, config.SlurmFailClosed, time.Minute)
+	pl := newPlugin(t, config.SlurmFailClosed, time.Minute).pl
 	state := framework.NewCycleState()
 	pod := gpuPod("1")
 	if _, s := pl.PreFilter(context.Background(), state, pod, nil); !s.IsSuccess() {
@@ -242,23 +251,43 @@ func TestScore(t *testing.T) {
 	}
 }
 
-// TestRejectedPodsAreForgottenOnChange checks the bookkeeping behind
+// TestRejectedPodsAreRetriedOnChange checks the bookkeeping behind
 // requeueing: pods rejected for Slurm reasons are handed to the activator
-// when the snapshot changes, once.
-func TestRejectedPodsAreForgottenOnChange(t *testing.T) {
-	pl, _, _ := newPlugin(t, config.SlurmFailClosed, time.Minute)
-	act := &activator{}
-	pl.handle = act
-	filter(t, pl, gpuPod("1"), gpuNode("gpu04"))
-	pl.snapshotChanged(context.Background(), &slurm.Snapshot{})
-	pl.snapshotChanged(context.Background(), &slurm.Snapshot{})
-	if diff := cmp.Diff([]int{1}, act.calls); diff != "" {
+// when a new snapshot arrives, once; and again when the snapshot becomes
+// too old to trust, even if no scheduling cycle looks.
+func TestRejectedPodsAreRetriedOnChange(t *testing.T) {
+	f := newPlugin(t, config.SlurmFailClosed, time.Minute)
+	filter(t, f.pl, gpuPod("1"), gpuNode("gpu04")) // drained: rejected
+	f.restd.mu.Lock()
+	f.restd.body = []byte(strings.Replace(string(f.restd.body), "maintenance", "maintenance window", 1))
+	f.restd.mu.Unlock()
+	if err := f.cache.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.cache.Poll(context.Background()); err != nil { // nothing new
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{1}, f.act.calls); diff != "" {
 		t.Errorf("pods activated per change (-want,+got):\n%s", diff)
+	}
+	// Rejected again; then slurmrestd goes down and the state ages past
+	// maxStaleness: the next failed poll retries the pod.
+	filter(t, f.pl, gpuPod("1"), gpuNode("gpu04"))
+	f.restd.mu.Lock()
+	f.restd.down = true
+	f.restd.mu.Unlock()
+	_ = f.cache.Poll(context.Background())
+	if diff := cmp.Diff([]int{1}, f.act.calls); diff != "" {
+		t.Errorf("a failed poll within maxStaleness retried pods (-want,+got):\n%s", diff)
+	}
+	f.clock.SetTime(f.clock.Now().Add(2 * time.Minute))
+	_ = f.cache.Poll(context.Background())
+	if diff := cmp.Diff([]int{1, 1}, f.act.calls); diff != "" {
+		t.Errorf("pods activated when the state went stale (-want,+got):\n%s", diff)
 	}
 }
 
 type activator struct {
-	fwk.Handle
 	calls []int
 }
 

@@ -32,8 +32,8 @@ func TestInvalidConfigIsRefused(t *testing.T) {
 	}{
 		{
 			name:    "unknown field in FabricTopology args",
-			replace: [2]string{"      defaultLevel: any\n", "      defaultLevl: any\n"},
-			want:    []string{`unknown field "defaultLevl"`, "FabricTopology"},
+			replace: [2]string{"      fabric:\n", "      fabrik:\n"},
+			want:    []string{`unknown field "fabrik"`, "FabricTopology"},
 		},
 		{
 			name:    "unknown field nested in the fabric",
@@ -42,8 +42,8 @@ func TestInvalidConfigIsRefused(t *testing.T) {
 		},
 		{
 			name:    "invalid fabric mode",
-			replace: [2]string{"      defaultMode: Preferred\n", "      defaultMode: Sometimes\n"},
-			want:    []string{"profiles[sluice-research].pluginConfig[FabricTopology].args.defaultMode", `Unsupported value: "Sometimes"`},
+			replace: [2]string{"        defaultMode: Preferred\n", "        defaultMode: Sometimes\n"},
+			want:    []string{"profiles[sluice-research].pluginConfig[FabricTopology].args.fabric.defaultMode", `Unsupported value: "Sometimes"`},
 		},
 		{
 			name:    "invalid fabric label key",
@@ -52,8 +52,21 @@ func TestInvalidConfigIsRefused(t *testing.T) {
 		},
 		{
 			name:    "default level that is not a level",
-			replace: [2]string{"      defaultLevel: any\n", "      defaultLevel: rack\n"},
-			want:    []string{"profiles[sluice-research].pluginConfig[FabricTopology].args.defaultLevel", `"rack"`},
+			replace: [2]string{"        defaultLevel: any\n", "        defaultLevel: rack\n"},
+			want:    []string{"profiles[sluice-research].pluginConfig[FabricTopology].args.fabric.defaultLevel", `"rack"`},
+		},
+		{
+			// One fact, two statements that differ: both places named.
+			name: "the fabric stated twice, differently",
+			replace: [2]string{"  pluginConfig:\n  - name: NodeResourcesFit\n", "  pluginConfig:\n  - name: InferencePacking\n    args:\n" +
+				"      fabric:\n        levels:\n        - {name: rack, nodeLabel: example.com/rack}\n  - name: NodeResourcesFit\n"},
+			want: []string{"profiles[sluice-production].pluginConfig[InferencePacking].args.fabric", "states the fabric differently from profiles[sluice-research].pluginConfig[FabricTopology].args.fabric"},
+		},
+		{
+			name: "the Slurm endpoint stated twice, differently",
+			replace: [2]string{"  pluginConfig:\n  - name: NodeResourcesFit\n", "  pluginConfig:\n  - name: SlurmNodeState\n    args:\n" +
+				"      slurm:\n        endpoint: unix:///run/other-slurmrestd.sock\n  - name: NodeResourcesFit\n"},
+			want: []string{"profiles[sluice-production].pluginConfig[SlurmNodeState].args.slurm", "states the Slurm connection differently from profiles[sluice-research].pluginConfig[SlurmNodeState].args.slurm"},
 		},
 		{
 			name:    "gang timeout zero",

@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/sluice-sched/sluice/internal/nodesim"
 	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
-	"github.com/sluice-sched/sluice/pkg/nodesim"
 	"github.com/sluice-sched/sluice/test/harness"
 )
 
@@ -66,8 +66,8 @@ func startScheduler(t *testing.T, cp *harness.ControlPlane, hysteresis int64) {
 	t.Helper()
 	cfg := harness.LoadShippedConfig(t)
 	harness.SetPluginArgs(t, cfg, "sluice-research", "OverflowPreemption", &configv1.OverflowPreemptionArgs{
-		WaveTimeoutSeconds: ptr.To[int64](180),
-		Return: configv1.ReturnConfig{
+		Claims: &configv1.ClaimsConfig{WaveTimeoutSeconds: ptr.To[int64](180)},
+		Return: &configv1.ReturnConfig{
 			HysteresisSeconds:      ptr.To(hysteresis),
 			MaxPodsPerWave:         ptr.To[int32](64),
 			MinWaveIntervalSeconds: ptr.To[int64](0),

@@ -31,11 +31,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/sluice-sched/sluice/internal/nodesim"
 	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
-	"github.com/sluice-sched/sluice/pkg/nodesim"
-	"github.com/sluice-sched/sluice/pkg/overflow/provider"
-	"github.com/sluice-sched/sluice/pkg/overflow/provider/kube"
-	"github.com/sluice-sched/sluice/pkg/overflow/vnode"
+	"github.com/sluice-sched/sluice/pkg/overflownode"
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider/kube"
 	"github.com/sluice-sched/sluice/test/harness"
 	"github.com/sluice-sched/sluice/test/providerserver"
 )
@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 		// Overflow nodes are served by the real overflow node, not the
 		// simulator.
 		harness.WithNodeSimulator(nodesim.Options{StartupDelay: 200 * time.Millisecond, Workers: 8,
-			Skip: labels.SelectorFromSet(labels.Set{vnode.LabelType: vnode.TypeValue})}),
+			Skip: labels.SelectorFromSet(labels.Set{overflownode.LabelType: overflownode.TypeValue})}),
 		harness.WithRemoteCluster(nodesim.Options{StartupDelay: remoteStartup, Workers: 8}))
 }
 
@@ -81,9 +81,9 @@ func remoteCluster(t *testing.T) *harness.ControlPlane {
 
 // overflowNode is a running sluice-overflow-node.
 type overflowNode struct {
-	cfg     *vnode.Config
+	cfg     *overflownode.Config
 	cancel  context.CancelFunc
-	running *vnode.Running
+	running *overflownode.Running
 	once    sync.Once
 }
 
@@ -119,12 +119,12 @@ func nodeClient(t *testing.T, cp *harness.ControlPlane) kubernetes.Interface {
 }
 
 // startNode starts an overflow node with these providers, as the binary
-// does (vnode.Providers, vnode.Start), as its ServiceAccount.
-func startNode(t *testing.T, cp *harness.ControlPlane, name string, providers ...vnode.ProviderConfig) *overflowNode {
+// does (overflownode.Providers, overflownode.Start), as its ServiceAccount.
+func startNode(t *testing.T, cp *harness.ControlPlane, name string, providers ...overflownode.ProviderConfig) *overflowNode {
 	t.Helper()
 	client := nodeClient(t, cp)
-	cfg := &vnode.Config{
-		APIVersion: vnode.APIVersion, Kind: vnode.Kind, NodeName: name, Providers: providers,
+	cfg := &overflownode.Config{
+		APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: name, Providers: providers,
 		ReconcileInterval:      &metav1.Duration{Duration: 500 * time.Millisecond},
 		RequestTimeout:         &metav1.Duration{Duration: 3 * time.Second},
 		ProviderFailureTimeout: &metav1.Duration{Duration: 30 * time.Second},
@@ -133,12 +133,12 @@ func startNode(t *testing.T, cp *harness.ControlPlane, name string, providers ..
 	if errs := cfg.Validate(); len(errs) > 0 {
 		t.Fatalf("overflow node config: %v", errs.ToAggregate())
 	}
-	members, err := vnode.Providers(cfg)
+	members, err := overflownode.Providers(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	running, err := vnode.Start(ctx, client, cfg, members)
+	running, err := overflownode.Start(ctx, client, cfg, members)
 	if err != nil {
 		cancel()
 		t.Fatalf("starting overflow node %s: %v", name, err)
@@ -177,9 +177,9 @@ func deleteNodeAtEnd(t *testing.T, cp *harness.ControlPlane, name string) {
 	})
 }
 
-func kubeProvider(rcp *harness.ControlPlane, name string, priority int32) vnode.ProviderConfig {
-	return vnode.ProviderConfig{Name: name, Type: vnode.TypeKubernetes, Priority: priority,
-		Kubernetes: &vnode.KubernetesProvider{Kubeconfig: rcp.Kubeconfig, Namespace: remoteNamespace}}
+func kubeProvider(rcp *harness.ControlPlane, name string, priority int32) overflownode.ProviderConfig {
+	return overflownode.ProviderConfig{Name: name, Type: overflownode.TypeKubernetes, Priority: priority,
+		Kubernetes: &overflownode.KubernetesProvider{Kubeconfig: rcp.Kubeconfig, Namespace: remoteNamespace}}
 }
 
 // startScheduler runs sluice-scheduler from the shipped configuration,
@@ -188,7 +188,7 @@ func startScheduler(t *testing.T, cp *harness.ControlPlane) {
 	t.Helper()
 	cfg := harness.LoadShippedConfig(t)
 	harness.SetPluginArgs(t, cfg, "sluice-research", "OverflowPreemption", &configv1.OverflowPreemptionArgs{
-		Return: configv1.ReturnConfig{
+		Return: &configv1.ReturnConfig{
 			LeaseNamespace: ptr.To("default"),
 			LeaseName:      ptr.To("sluice-return-" + harness.NewNameSuffix()),
 		},
@@ -505,9 +505,9 @@ func TestRemoteDeletedBehindOurBack(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return p.Status.Phase == v1.PodFailed && p.Status.Reason == vnode.ReasonRemoteLost, nil
-	}, func() string { return victim.Name + " Failed with reason " + vnode.ReasonRemoteLost })
-	harness.WaitForEvent(t, cp.Client, ns, "Pod", victim.Name, vnode.ReasonRemoteLost)
+		return p.Status.Phase == v1.PodFailed && p.Status.Reason == overflownode.ReasonRemoteLost, nil
+	}, func() string { return victim.Name + " Failed with reason " + overflownode.ReasonRemoteLost })
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", victim.Name, overflownode.ReasonRemoteLost)
 	harness.Eventually(t, 60*time.Second, func(context.Context) (bool, error) {
 		pods := readyPods()
 		if len(pods) != 2 {
@@ -535,7 +535,7 @@ func TestProviderDown(t *testing.T) {
 	defer srv.Close()
 	gpuNode := "ovf-down-gpu"
 	harness.CreateNodes(t, cp.Client, harness.GPUNode(gpuNode, 8).Fabric("l9", "s9", "b9").Obj())
-	node := startNode(t, cp, name, vnode.ProviderConfig{Name: "gpu-cloud", Type: vnode.TypeHTTP, HTTP: &vnode.HTTPProvider{URL: srv.URL}})
+	node := startNode(t, cp, name, overflownode.ProviderConfig{Name: "gpu-cloud", Type: overflownode.TypeHTTP, HTTP: &overflownode.HTTPProvider{URL: srv.URL}})
 	defer node.stop()
 	startScheduler(t, cp)
 

@@ -116,8 +116,8 @@ const maxStaleness = 15
 
 // slurmArgs are SlurmNodeState's args for the live cluster: poll every
 // second, trust a snapshot for maxStaleness seconds.
-func (e slurmEnv) slurmArgs(endpoint, tokenFile string) *configv1.SlurmNodeStateArgs {
-	return &configv1.SlurmNodeStateArgs{
+func (e slurmEnv) slurmArgs(endpoint, tokenFile string) *configv1.SlurmConfig {
+	return &configv1.SlurmConfig{
 		Endpoint:              ptr.To(endpoint),
 		User:                  ptr.To(e.user),
 		TokenFile:             ptr.To(tokenFile),
@@ -184,14 +184,13 @@ func containsAll(s string, want []string) bool {
 	return true
 }
 
-// startScheduler runs the shipped configuration with SlurmNodeState
-// pointed at the live Slurm in both profiles.
-func startScheduler(t *testing.T, cp *harness.ControlPlane, args *configv1.SlurmNodeStateArgs) {
+// startScheduler runs the shipped configuration with the Slurm connection
+// (stated once, in the research profile's SlurmNodeState, as shipped)
+// pointed at the live Slurm; both profiles read it.
+func startScheduler(t *testing.T, cp *harness.ControlPlane, slurm *configv1.SlurmConfig) {
 	t.Helper()
 	cfg := harness.LoadShippedConfig(t)
-	for _, profile := range []string{"sluice-research", "sluice-production"} {
-		harness.SetPluginArgs(t, cfg, profile, "SlurmNodeState", args)
-	}
+	harness.SetPluginArgs(t, cfg, "sluice-research", "SlurmNodeState", &configv1.SlurmNodeStateArgs{Slurm: slurm})
 	harness.StartScheduler(t, cp, cfg)
 }
 

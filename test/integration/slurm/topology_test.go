@@ -48,7 +48,7 @@ func TestTopologyConfPlacesGangsLikeLabels(t *testing.T) {
 			harness.CreatePods(t, cp.Client, harness.Pod(ns, "busy-"+n).GPUs(8).OnNode(n).Obj())
 		}
 		cfg := harness.LoadShippedConfig(t)
-		harness.SetPluginArgs(t, cfg, "sluice-research", "FabricTopology", &configv1.FabricTopologyArgs{Fabric: fabric})
+		harness.SetPluginArgs(t, cfg, "sluice-research", "FabricTopology", &configv1.FabricTopologyArgs{Fabric: &fabric})
 		harness.StartScheduler(t, cp, cfg)
 		var placed []string
 		for _, g := range []struct {

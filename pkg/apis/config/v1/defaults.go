@@ -36,16 +36,9 @@ func SetDefaults_FabricConfig(obj *FabricConfig) {
 	if obj.SlurmTopologyFile == nil {
 		obj.SlurmTopologyFile = ptr.To("")
 	}
-	if obj.SlurmNodeNameLabel == nil {
-		obj.SlurmNodeNameLabel = ptr.To("")
-	}
 	if obj.GPUResourceName == nil {
 		obj.GPUResourceName = ptr.To(DefaultGPUResourceName)
 	}
-}
-
-// SetDefaults_FabricTopologyArgs defaults FabricTopologyArgs.
-func SetDefaults_FabricTopologyArgs(obj *FabricTopologyArgs) {
 	if obj.DefaultLevel == nil {
 		obj.DefaultLevel = ptr.To("any")
 	}
@@ -67,8 +60,8 @@ func SetDefaults_GangArgs(obj *GangArgs) {
 // DefaultSharedNodeLabel marks nodes where slurmd runs beside kubelet.
 const DefaultSharedNodeLabel = "sluice.dev/slurm-shared"
 
-// SetDefaults_SlurmNodeStateArgs defaults SlurmNodeStateArgs.
-func SetDefaults_SlurmNodeStateArgs(obj *SlurmNodeStateArgs) {
+// SetDefaults_SlurmConfig defaults the Slurm connection.
+func SetDefaults_SlurmConfig(obj *SlurmConfig) {
 	for _, f := range []**string{&obj.Endpoint, &obj.APIVersion, &obj.User, &obj.TokenFile, &obj.CAFile,
 		&obj.ServerName, &obj.NodeNameLabel, &obj.ManagedNodeLabel} {
 		if *f == nil {
@@ -98,9 +91,6 @@ func SetDefaults_SlurmNodeStateArgs(obj *SlurmNodeStateArgs) {
 	}
 	if obj.GRESName == nil {
 		obj.GRESName = ptr.To("gpu")
-	}
-	if obj.GPUResourceName == nil {
-		obj.GPUResourceName = ptr.To(DefaultGPUResourceName)
 	}
 }
 
@@ -151,14 +141,8 @@ func SetDefaults_ReturnConfig(obj *ReturnConfig) {
 	}
 }
 
-// SetDefaults_OverflowPreemptionArgs defaults OverflowPreemptionArgs.
-func SetDefaults_OverflowPreemptionArgs(obj *OverflowPreemptionArgs) {
-	if obj.DefaultLevel == nil {
-		obj.DefaultLevel = ptr.To("any")
-	}
-	if obj.DefaultMode == "" {
-		obj.DefaultMode = "Preferred"
-	}
+// SetDefaults_ClaimsConfig defaults the claim engine.
+func SetDefaults_ClaimsConfig(obj *ClaimsConfig) {
 	if obj.WaveTimeoutSeconds == nil {
 		obj.WaveTimeoutSeconds = ptr.To[int64](600)
 	}

@@ -7,6 +7,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Each fact of the whole scheduler (the fabric, the workload classes and
+// overflow nodes, the Slurm connection, the claim engine and the return
+// controller) is a block that several plugins' args may carry: state it
+// once, in any one of them, and the others read it from the scheduler's
+// runtime. A block stated twice with different values stops the scheduler
+// at start-up, naming both places; a block stated nowhere takes its
+// defaults. (kube-scheduler's pluginConfig is per profile, so a fact both
+// profiles need cannot live in one place of its schema otherwise.)
+
 // FabricSource says where the InfiniBand fabric tree comes from:
 // "NodeLabels" or "SlurmTopology".
 type FabricSource string
@@ -17,12 +26,13 @@ type FabricLevel struct {
 	// annotation, e.g. "leaf".
 	Name string `json:"name"`
 	// NodeLabel is the node label whose value names the node's switch at
-	// this level (source NodeLabels).
+	// this level (source NodeLabels). A native PodGroup's topology
+	// constraint names a level by this key.
 	NodeLabel string `json:"nodeLabel,omitempty"`
 }
 
-// FabricConfig describes the fabric tree. Every plugin that reasons about
-// the fabric takes one; give them the same value.
+// FabricConfig describes the fabric tree and the placement of gangs that
+// ask for no level.
 type FabricConfig struct {
 	// Source is NodeLabels (default) or SlurmTopology.
 	Source FabricSource `json:"source,omitempty"`
@@ -31,14 +41,18 @@ type FabricConfig struct {
 	// network.topology.nvidia.com/leaf, .../spine and .../block.
 	Levels []FabricLevel `json:"levels,omitempty"`
 	// SlurmTopologyFile is the path of topology.conf, or of saved
-	// `scontrol show topology -o` output (source SlurmTopology).
+	// `scontrol show topology -o` output (source SlurmTopology). Nodes are
+	// found by their Slurm name (the Slurm block's nodeNameLabel).
 	SlurmTopologyFile *string `json:"slurmTopologyFile,omitempty"`
-	// SlurmNodeNameLabel is the node label holding a node's Slurm name;
-	// empty means the node name is the Slurm name.
-	SlurmNodeNameLabel *string `json:"slurmNodeNameLabel,omitempty"`
-	// GPUResourceName is the extended resource that counts GPUs.
-	// Default: nvidia.com/gpu.
+	// GPUResourceName is the extended resource that counts GPUs, for
+	// every plugin. Default: nvidia.com/gpu.
 	GPUResourceName *string `json:"gpuResourceName,omitempty"`
+	// DefaultLevel is the level of gangs that ask for none: a level name
+	// or "any". Default: any.
+	DefaultLevel *string `json:"defaultLevel,omitempty"`
+	// DefaultMode is the mode of gangs that ask for none: Required or
+	// Preferred (default).
+	DefaultMode FabricMode `json:"defaultMode,omitempty"`
 }
 
 // FabricMode is "Required" or "Preferred".
@@ -52,14 +66,7 @@ type FabricTopologyArgs struct {
 	metav1.TypeMeta `json:",inline"`
 
 	// Fabric is the fabric tree.
-	Fabric FabricConfig `json:"fabric"`
-	// DefaultLevel is the level of gangs whose PodGroup has no
-	// sluice.dev/fabric-level annotation: a level name or "any".
-	// Default: any.
-	DefaultLevel *string `json:"defaultLevel,omitempty"`
-	// DefaultMode is the mode of gangs whose PodGroup has no
-	// sluice.dev/fabric-mode annotation. Default: Preferred.
-	DefaultMode FabricMode `json:"defaultMode,omitempty"`
+	Fabric *FabricConfig `json:"fabric,omitempty"`
 }
 
 // +k8s:defaulter-gen=true
@@ -69,17 +76,62 @@ type FabricTopologyArgs struct {
 type GangArgs struct {
 	metav1.TypeMeta `json:",inline"`
 
-	// DefaultScheduleTimeoutSeconds is how long members of a gang wait at
-	// Permit for the rest of the gang when the PodGroup does not set
+	// DefaultScheduleTimeoutSeconds is how long placed members wait for
+	// the rest of their gang when the PodGroup sets no
 	// scheduleTimeoutSeconds. Default: 60.
 	DefaultScheduleTimeoutSeconds *int64 `json:"defaultScheduleTimeoutSeconds,omitempty"`
-	// RejectedGangBackoffSeconds is how long a gang that was rejected as a
-	// whole stays out of the active queue. Default: 10.
+	// RejectedGangBackoffSeconds is how long a gang rejected as a whole
+	// stays out of the queue. Default: 10.
 	RejectedGangBackoffSeconds *int64 `json:"rejectedGangBackoffSeconds,omitempty"`
 }
 
 // SlurmFailureMode is "Closed" or "Open".
 type SlurmFailureMode string
+
+// SlurmConfig is how sluice reads Slurm and what it makes of Slurm's
+// answers.
+type SlurmConfig struct {
+	// Endpoint of slurmrestd: http(s)://host:port or unix:///path.
+	// Default: empty, Slurm off.
+	Endpoint *string `json:"endpoint,omitempty"`
+	// APIVersion, e.g. v0.0.38. Default: discovered from /openapi/v3.
+	APIVersion *string `json:"apiVersion,omitempty"`
+	// User is sent as X-SLURM-USER-NAME. Default: empty.
+	User *string `json:"user,omitempty"`
+	// TokenFile holds the JWT sent as X-SLURM-USER-TOKEN, re-read when it
+	// changes and never logged. Default: empty (no token, e.g. unix
+	// socket with local auth).
+	TokenFile *string `json:"tokenFile,omitempty"`
+	// CAFile verifies an https endpoint's certificate.
+	CAFile *string `json:"caFile,omitempty"`
+	// ServerName overrides the name checked in the certificate.
+	ServerName *string `json:"serverName,omitempty"`
+	// InsecureSkipTLSVerify disables certificate checks. Default: false.
+	InsecureSkipTLSVerify *bool `json:"insecureSkipTLSVerify,omitempty"`
+	// PollIntervalSeconds between polls. Default: 10.
+	PollIntervalSeconds *int64 `json:"pollIntervalSeconds,omitempty"`
+	// RequestTimeoutSeconds bounds one request. Default: 5.
+	RequestTimeoutSeconds *int64 `json:"requestTimeoutSeconds,omitempty"`
+	// MaxStalenessSeconds is how old the last good snapshot may get
+	// before failureMode applies. Default: 60.
+	MaxStalenessSeconds *int64 `json:"maxStalenessSeconds,omitempty"`
+	// FailureMode is Closed (default) or Open.
+	FailureMode SlurmFailureMode `json:"failureMode,omitempty"`
+	// UnhealthyStates keep pods off a node. Default: DRAIN, DOWN, FAIL,
+	// NOT_RESPONDING, MAINTENANCE.
+	UnhealthyStates []string `json:"unhealthyStates,omitempty"`
+	// NodeNameLabel is the node label with the Slurm node name. Default:
+	// empty, the node name.
+	NodeNameLabel *string `json:"nodeNameLabel,omitempty"`
+	// SharedNodeLabel marks nodes shared with a native slurmd. Default:
+	// sluice.dev/slurm-shared.
+	SharedNodeLabel *string `json:"sharedNodeLabel,omitempty"`
+	// ManagedNodeLabel marks nodes Slurm manages even when missing from
+	// the snapshot. Default: empty.
+	ManagedNodeLabel *string `json:"managedNodeLabel,omitempty"`
+	// GRESName is the GRES that counts GPUs. Default: gpu.
+	GRESName *string `json:"gresName,omitempty"`
+}
 
 // +k8s:defaulter-gen=true
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -88,66 +140,22 @@ type SlurmFailureMode string
 type SlurmNodeStateArgs struct {
 	metav1.TypeMeta `json:",inline"`
 
-	// Endpoint of slurmrestd: http(s)://host:port or unix:///path. Empty
-	// (the default) turns the plugin off.
-	Endpoint *string `json:"endpoint,omitempty"`
-	// APIVersion, e.g. v0.0.38; empty (default) discovers it from
-	// /openapi/v3.
-	APIVersion *string `json:"apiVersion,omitempty"`
-	// User is sent as X-SLURM-USER-NAME with the token.
-	User *string `json:"user,omitempty"`
-	// TokenFile holds the JWT (X-SLURM-USER-TOKEN); re-read when it
-	// changes, never logged. Required for http(s) endpoints.
-	TokenFile *string `json:"tokenFile,omitempty"`
-	// CAFile verifies an https endpoint (system roots when empty).
-	CAFile *string `json:"caFile,omitempty"`
-	// ServerName overrides the name checked in the server certificate.
-	ServerName *string `json:"serverName,omitempty"`
-	// InsecureSkipTLSVerify disables certificate checks. Default false.
-	InsecureSkipTLSVerify *bool `json:"insecureSkipTLSVerify,omitempty"`
-	// PollIntervalSeconds between polls. Default 10.
-	PollIntervalSeconds *int64 `json:"pollIntervalSeconds,omitempty"`
-	// RequestTimeoutSeconds bounds one request. Default 5.
-	RequestTimeoutSeconds *int64 `json:"requestTimeoutSeconds,omitempty"`
-	// MaxStalenessSeconds is how old the last good snapshot may get before
-	// FailureMode applies. Default 60.
-	MaxStalenessSeconds *int64 `json:"maxStalenessSeconds,omitempty"`
-	// FailureMode is Closed (default) or Open.
-	FailureMode SlurmFailureMode `json:"failureMode,omitempty"`
-	// UnhealthyStates make a node unschedulable. Default DRAIN, DOWN, FAIL,
-	// NOT_RESPONDING, MAINTENANCE.
-	UnhealthyStates []string `json:"unhealthyStates,omitempty"`
-	// NodeNameLabel is the node label holding a node's Slurm name. Default
-	// empty: the node name is the Slurm name.
-	NodeNameLabel *string `json:"nodeNameLabel,omitempty"`
-	// SharedNodeLabel marks nodes where a native slurmd runs beside
-	// kubelet (value "true"). Default sluice.dev/slurm-shared.
-	SharedNodeLabel *string `json:"sharedNodeLabel,omitempty"`
-	// ManagedNodeLabel marks Slurm-managed nodes (value "true"). Default
-	// empty: a node is Slurm-managed when the last good snapshot has it.
-	ManagedNodeLabel *string `json:"managedNodeLabel,omitempty"`
-	// GRESName is the GRES that counts GPUs. Default gpu.
-	GRESName *string `json:"gresName,omitempty"`
-	// GPUResourceName is the Kubernetes GPU resource. Default nvidia.com/gpu.
-	GPUResourceName *string `json:"gpuResourceName,omitempty"`
+	// Slurm is how to read Slurm.
+	Slurm *SlurmConfig `json:"slurm,omitempty"`
 }
 
 // OverflowConfig says which pods are research and production and which
-// nodes are overflow nodes. Give InferencePacking and OverflowPreemption
-// the same value.
+// nodes are overflow nodes.
 type OverflowConfig struct {
-	// ResearchPriorityClasses name the PriorityClasses of research pods.
-	// Default [research].
+	// ResearchPriorityClasses. Default: [research].
 	ResearchPriorityClasses []string `json:"researchPriorityClasses,omitempty"`
-	// ProductionPriorityClasses name the PriorityClasses of production
-	// pods. Default [production].
+	// ProductionPriorityClasses. Default: [production].
 	ProductionPriorityClasses []string `json:"productionPriorityClasses,omitempty"`
-	// OverflowNodeSelector is a label selector for overflow nodes. Default
-	// type=virtual-kubelet (virtual-kubelet's convention).
+	// OverflowNodeSelector selects overflow nodes. Default:
+	// type=virtual-kubelet.
 	OverflowNodeSelector *string `json:"overflowNodeSelector,omitempty"`
-	// OverflowTaintKey is the taint key of overflow nodes; production pods
-	// that tolerate it are overflow-eligible. Default
-	// virtual-kubelet.io/provider.
+	// OverflowTaintKey is tolerated by overflow-eligible production.
+	// Default: virtual-kubelet.io/provider.
 	OverflowTaintKey *string `json:"overflowTaintKey,omitempty"`
 }
 
@@ -159,27 +167,32 @@ type InferencePackingArgs struct {
 	metav1.TypeMeta `json:",inline"`
 
 	// Overflow says what production and overflow nodes are.
-	Overflow OverflowConfig `json:"overflow"`
+	Overflow *OverflowConfig `json:"overflow,omitempty"`
 	// Fabric is the fabric tree (for leaves).
-	Fabric FabricConfig `json:"fabric"`
+	Fabric *FabricConfig `json:"fabric,omitempty"`
+}
+
+// ClaimsConfig configures the claim engine.
+type ClaimsConfig struct {
+	// WaveTimeoutSeconds: how long a claim's evictions may make no
+	// progress before it is given up. Default: 600.
+	WaveTimeoutSeconds *int64 `json:"waveTimeoutSeconds,omitempty"`
 }
 
 // ReturnConfig configures the return controller.
 type ReturnConfig struct {
-	// Enabled turns the controller on. Default true.
+	// Enabled. Default: true.
 	Enabled *bool `json:"enabled,omitempty"`
-	// HysteresisSeconds is how long physical room for a pod must stay free
-	// before the pod is moved back. Default 120.
+	// HysteresisSeconds physical room must stay free. Default: 120.
 	HysteresisSeconds *int64 `json:"hysteresisSeconds,omitempty"`
-	// MaxPodsPerWave bounds one wave of moves (PodDisruptionBudgets bound
-	// it further). Default 10.
+	// MaxPodsPerWave. Default: 10.
 	MaxPodsPerWave *int32 `json:"maxPodsPerWave,omitempty"`
-	// MinWaveIntervalSeconds is the least time between waves. Default 30.
+	// MinWaveIntervalSeconds. Default: 30.
 	MinWaveIntervalSeconds *int64 `json:"minWaveIntervalSeconds,omitempty"`
-	// PollIntervalSeconds is how often the controller looks. Default 5.
+	// PollIntervalSeconds. Default: 5.
 	PollIntervalSeconds *int64 `json:"pollIntervalSeconds,omitempty"`
-	// LeaseNamespace and LeaseName are the Lease of its leader election.
-	// Default sluice-system/sluice-return.
+	// LeaseNamespace and LeaseName of its leader election. Default:
+	// sluice-system/sluice-return.
 	LeaseNamespace *string `json:"leaseNamespace,omitempty"`
 	LeaseName      *string `json:"leaseName,omitempty"`
 }
@@ -192,18 +205,11 @@ type OverflowPreemptionArgs struct {
 	metav1.TypeMeta `json:",inline"`
 
 	// Overflow says what research, production and overflow nodes are.
-	Overflow OverflowConfig `json:"overflow"`
+	Overflow *OverflowConfig `json:"overflow,omitempty"`
 	// Fabric is the fabric tree.
-	Fabric FabricConfig `json:"fabric"`
-	// DefaultLevel is the fabric level of gangs without the annotation
-	// (as FabricTopology's). Default any.
-	DefaultLevel *string `json:"defaultLevel,omitempty"`
-	// DefaultMode is the fabric mode of gangs without the annotation.
-	// Default Preferred.
-	DefaultMode FabricMode `json:"defaultMode,omitempty"`
-	// WaveTimeoutSeconds: a claim whose evictions make no progress for this
-	// long is given up. Default 600.
-	WaveTimeoutSeconds *int64 `json:"waveTimeoutSeconds,omitempty"`
+	Fabric *FabricConfig `json:"fabric,omitempty"`
+	// Claims configures the claim engine.
+	Claims *ClaimsConfig `json:"claims,omitempty"`
 	// Return configures the return controller.
-	Return ReturnConfig `json:"return"`
+	Return *ReturnConfig `json:"return,omitempty"`
 }

@@ -25,8 +25,9 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 }
 
 func SetObjectDefaults_FabricTopologyArgs(in *FabricTopologyArgs) {
-	SetDefaults_FabricTopologyArgs(in)
-	SetDefaults_FabricConfig(&in.Fabric)
+	if in.Fabric != nil {
+		SetDefaults_FabricConfig(in.Fabric)
+	}
 }
 
 func SetObjectDefaults_GangArgs(in *GangArgs) {
@@ -34,17 +35,31 @@ func SetObjectDefaults_GangArgs(in *GangArgs) {
 }
 
 func SetObjectDefaults_InferencePackingArgs(in *InferencePackingArgs) {
-	SetDefaults_OverflowConfig(&in.Overflow)
-	SetDefaults_FabricConfig(&in.Fabric)
+	if in.Overflow != nil {
+		SetDefaults_OverflowConfig(in.Overflow)
+	}
+	if in.Fabric != nil {
+		SetDefaults_FabricConfig(in.Fabric)
+	}
 }
 
 func SetObjectDefaults_OverflowPreemptionArgs(in *OverflowPreemptionArgs) {
-	SetDefaults_OverflowPreemptionArgs(in)
-	SetDefaults_OverflowConfig(&in.Overflow)
-	SetDefaults_FabricConfig(&in.Fabric)
-	SetDefaults_ReturnConfig(&in.Return)
+	if in.Overflow != nil {
+		SetDefaults_OverflowConfig(in.Overflow)
+	}
+	if in.Fabric != nil {
+		SetDefaults_FabricConfig(in.Fabric)
+	}
+	if in.Claims != nil {
+		SetDefaults_ClaimsConfig(in.Claims)
+	}
+	if in.Return != nil {
+		SetDefaults_ReturnConfig(in.Return)
+	}
 }
 
 func SetObjectDefaults_SlurmNodeStateArgs(in *SlurmNodeStateArgs) {
-	SetDefaults_SlurmNodeStateArgs(in)
+	if in.Slurm != nil {
+		SetDefaults_SlurmConfig(in.Slurm)
+	}
 }

@@ -24,9 +24,9 @@ func ArgsPath(profile, plugin string) *field.Path {
 	return field.NewPath("profiles").Key(profile).Child("pluginConfig").Key(plugin).Child("args")
 }
 
-// reservedLevelNames cannot name a fabric level: "node" is the level below
-// every switch and "any" means no level at all.
-var reservedLevelNames = sets.New("node", config.FabricLevelAny)
+// isReservedLevelName reports names no fabric level may have: "node" is
+// the level below every switch and "any" means no level at all.
+func isReservedLevelName(name string) bool { return name == "node" || name == config.FabricLevelAny }
 
 // ValidateFabricConfig checks a fabric description.
 func ValidateFabricConfig(path *field.Path, fabric *config.FabricConfig) field.ErrorList {
@@ -48,7 +48,7 @@ func ValidateFabricConfig(path *field.Path, fabric *config.FabricConfig) field.E
 		switch {
 		case level.Name == "":
 			errs = append(errs, field.Required(p.Child("name"), ""))
-		case reservedLevelNames.Has(level.Name):
+		case isReservedLevelName(level.Name):
 			errs = append(errs, field.Invalid(p.Child("name"), level.Name, "is reserved"))
 		case names.Has(level.Name):
 			errs = append(errs, field.Duplicate(p.Child("name"), level.Name))
@@ -58,12 +58,10 @@ func ValidateFabricConfig(path *field.Path, fabric *config.FabricConfig) field.E
 			}
 		}
 		names.Insert(level.Name)
-		if fabric.Source != config.FabricSourceNodeLabels {
-			continue
-		}
 		switch {
-		case level.NodeLabel == "":
+		case level.NodeLabel == "" && fabric.Source == config.FabricSourceNodeLabels:
 			errs = append(errs, field.Required(p.Child("nodeLabel"), "required when source is NodeLabels"))
+		case level.NodeLabel == "":
 		case labels.Has(level.NodeLabel):
 			errs = append(errs, field.Duplicate(p.Child("nodeLabel"), level.NodeLabel))
 		default:
@@ -74,10 +72,11 @@ func ValidateFabricConfig(path *field.Path, fabric *config.FabricConfig) field.E
 	if fabric.Source == config.FabricSourceSlurmTopology && fabric.SlurmTopologyFile == "" {
 		errs = append(errs, field.Required(path.Child("slurmTopologyFile"), "required when source is SlurmTopology"))
 	}
-	if fabric.SlurmNodeNameLabel != "" {
-		errs = append(errs, metav1validation.ValidateLabelName(fabric.SlurmNodeNameLabel, path.Child("slurmNodeNameLabel"))...)
-	}
 	errs = append(errs, validateResourceName(path.Child("gpuResourceName"), fabric.GPUResourceName)...)
+	if len(errs) == 0 {
+		errs = append(errs, ValidateFabricLevelName(path.Child("defaultLevel"), fabric, fabric.DefaultLevel)...)
+	}
+	errs = append(errs, ValidateFabricMode(path.Child("defaultMode"), fabric.DefaultMode)...)
 	return errs
 }
 
@@ -119,11 +118,10 @@ func ValidateFabricMode(path *field.Path, mode config.FabricMode) field.ErrorLis
 
 // ValidateFabricTopologyArgs checks FabricTopologyArgs.
 func ValidateFabricTopologyArgs(path *field.Path, args *config.FabricTopologyArgs) error {
-	errs := ValidateFabricConfig(path.Child("fabric"), &args.Fabric)
-	if len(errs) == 0 {
-		errs = append(errs, ValidateFabricLevelName(path.Child("defaultLevel"), &args.Fabric, args.DefaultLevel)...)
+	var errs field.ErrorList
+	if args.Fabric != nil {
+		errs = ValidateFabricConfig(path.Child("fabric"), args.Fabric)
 	}
-	errs = append(errs, ValidateFabricMode(path.Child("defaultMode"), args.DefaultMode)...)
 	return errs.ToAggregate()
 }
 
@@ -139,58 +137,72 @@ func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
 	return errs.ToAggregate()
 }
 
-// slurmStates are the state words an unhealthy-state list may name.
-var slurmStates = sets.New("INVALID", "UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR", "MIXED", "FUTURE",
-	"EXTERNAL", "RESERVED", "UNDRAIN", "CLOUD", "RESUME", "DRAIN", "COMPLETING", "NOT_RESPONDING",
-	"POWERED_DOWN", "FAIL", "POWERING_UP", "MAINTENANCE", "REBOOT_REQUESTED", "REBOOT_CANCELED",
-	"POWERING_DOWN", "DYNAMIC_FUTURE", "REBOOT_ISSUED", "PLANNED", "INVALID_REG", "POWER_DOWN",
-	"POWER_UP", "POWER_DRAIN", "DYNAMIC_NORM", "BLOCKED", "POWER_DOWN_ASAP", "POWER_DOWN_FORCE")
+// SlurmStates are the state words an unhealthy-state list may name: Slurm's
+// base states and flags, as every supported slurmrestd version spells them.
+func SlurmStates() []string {
+	return []string{"INVALID", "UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR", "MIXED", "FUTURE",
+		"EXTERNAL", "RESERVED", "UNDRAIN", "CLOUD", "RESUME", "DRAIN", "COMPLETING", "NOT_RESPONDING",
+		"POWERED_DOWN", "FAIL", "POWERING_UP", "MAINTENANCE", "REBOOT_REQUESTED", "REBOOT_CANCELED",
+		"POWERING_DOWN", "DYNAMIC_FUTURE", "REBOOT_ISSUED", "PLANNED", "INVALID_REG", "POWER_DOWN",
+		"POWER_UP", "POWER_DRAIN", "DYNAMIC_NORM", "BLOCKED", "POWER_DOWN_ASAP", "POWER_DOWN_FORCE"}
+}
 
-// ValidateSlurmNodeStateArgs checks SlurmNodeStateArgs.
-func ValidateSlurmNodeStateArgs(path *field.Path, args *config.SlurmNodeStateArgs) error {
+// ValidateSlurmConfig checks the Slurm connection.
+func ValidateSlurmConfig(path *field.Path, c *config.SlurmConfig) field.ErrorList {
 	var errs field.ErrorList
 	positive := func(name string, v int64) {
 		if v <= 0 {
 			errs = append(errs, field.Invalid(path.Child(name), v, "must be greater than 0"))
 		}
 	}
-	positive("pollIntervalSeconds", args.PollIntervalSeconds)
-	positive("requestTimeoutSeconds", args.RequestTimeoutSeconds)
-	positive("maxStalenessSeconds", args.MaxStalenessSeconds)
-	if args.MaxStalenessSeconds > 0 && args.MaxStalenessSeconds < args.PollIntervalSeconds {
-		errs = append(errs, field.Invalid(path.Child("maxStalenessSeconds"), args.MaxStalenessSeconds, "must not be less than pollIntervalSeconds"))
+	positive("pollIntervalSeconds", c.PollIntervalSeconds)
+	positive("requestTimeoutSeconds", c.RequestTimeoutSeconds)
+	positive("maxStalenessSeconds", c.MaxStalenessSeconds)
+	if c.MaxStalenessSeconds > 0 && c.MaxStalenessSeconds < c.PollIntervalSeconds {
+		errs = append(errs, field.Invalid(path.Child("maxStalenessSeconds"), c.MaxStalenessSeconds, "must not be less than pollIntervalSeconds"))
 	}
-	switch args.FailureMode {
+	switch c.FailureMode {
 	case config.SlurmFailClosed, config.SlurmFailOpen:
 	default:
-		errs = append(errs, field.NotSupported(path.Child("failureMode"), args.FailureMode,
+		errs = append(errs, field.NotSupported(path.Child("failureMode"), c.FailureMode,
 			[]config.SlurmFailureMode{config.SlurmFailClosed, config.SlurmFailOpen}))
 	}
-	for i, st := range args.UnhealthyStates {
-		if !slurmStates.Has(st) {
-			errs = append(errs, field.NotSupported(path.Child("unhealthyStates").Index(i), st, sets.List(slurmStates)))
+	known := sets.New(SlurmStates()...)
+	for i, st := range c.UnhealthyStates {
+		if !known.Has(st) {
+			errs = append(errs, field.NotSupported(path.Child("unhealthyStates").Index(i), st, sets.List(known)))
 		}
 	}
-	for name, label := range map[string]string{"nodeNameLabel": args.NodeNameLabel, "sharedNodeLabel": args.SharedNodeLabel, "managedNodeLabel": args.ManagedNodeLabel} {
-		if label != "" {
-			errs = append(errs, metav1validation.ValidateLabelName(label, path.Child(name))...)
+	for _, l := range []struct{ name, label string }{
+		{"nodeNameLabel", c.NodeNameLabel}, {"sharedNodeLabel", c.SharedNodeLabel}, {"managedNodeLabel", c.ManagedNodeLabel},
+	} {
+		if l.label != "" {
+			errs = append(errs, metav1validation.ValidateLabelName(l.label, path.Child(l.name))...)
 		}
 	}
-	if args.Endpoint != "" {
-		u, err := url.Parse(args.Endpoint)
+	if c.Endpoint != "" {
+		u, err := url.Parse(c.Endpoint)
 		switch {
 		case err != nil:
-			errs = append(errs, field.Invalid(path.Child("endpoint"), args.Endpoint, err.Error()))
+			errs = append(errs, field.Invalid(path.Child("endpoint"), c.Endpoint, err.Error()))
 		case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix":
-			errs = append(errs, field.Invalid(path.Child("endpoint"), args.Endpoint, "want http://host:port, https://host:port or unix:///path"))
-		case u.Scheme != "unix" && args.TokenFile == "":
+			errs = append(errs, field.Invalid(path.Child("endpoint"), c.Endpoint, "want http://host:port, https://host:port or unix:///path"))
+		case u.Scheme != "unix" && c.TokenFile == "":
 			errs = append(errs, field.Required(path.Child("tokenFile"), "an http(s) endpoint needs a JWT token file"))
 		}
 	}
-	if args.GRESName == "" {
+	if c.GRESName == "" {
 		errs = append(errs, field.Required(path.Child("gresName"), ""))
 	}
-	errs = append(errs, validateResourceName(path.Child("gpuResourceName"), args.GPUResourceName)...)
+	return errs
+}
+
+// ValidateSlurmNodeStateArgs checks SlurmNodeStateArgs.
+func ValidateSlurmNodeStateArgs(path *field.Path, args *config.SlurmNodeStateArgs) error {
+	var errs field.ErrorList
+	if args.Slurm != nil {
+		errs = ValidateSlurmConfig(path.Child("slurm"), args.Slurm)
+	}
 	return errs.ToAggregate()
 }
 
@@ -222,44 +234,67 @@ func ValidateOverflowConfig(path *field.Path, c *config.OverflowConfig) field.Er
 
 // ValidateInferencePackingArgs checks InferencePackingArgs.
 func ValidateInferencePackingArgs(path *field.Path, args *config.InferencePackingArgs) error {
-	errs := ValidateOverflowConfig(path.Child("overflow"), &args.Overflow)
-	errs = append(errs, ValidateFabricConfig(path.Child("fabric"), &args.Fabric)...)
+	var errs field.ErrorList
+	if args.Overflow != nil {
+		errs = append(errs, ValidateOverflowConfig(path.Child("overflow"), args.Overflow)...)
+	}
+	if args.Fabric != nil {
+		errs = append(errs, ValidateFabricConfig(path.Child("fabric"), args.Fabric)...)
+	}
 	return errs.ToAggregate()
+}
+
+// ValidateClaimsConfig checks the claim engine's configuration.
+func ValidateClaimsConfig(path *field.Path, c *config.ClaimsConfig) field.ErrorList {
+	var errs field.ErrorList
+	if c.WaveTimeoutSeconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("waveTimeoutSeconds"), c.WaveTimeoutSeconds, "must be greater than 0"))
+	}
+	return errs
+}
+
+// ValidateReturnConfig checks the return controller's configuration.
+func ValidateReturnConfig(path *field.Path, c *config.ReturnConfig) field.ErrorList {
+	var errs field.ErrorList
+	for _, v := range []struct {
+		name  string
+		value int64
+	}{{"hysteresisSeconds", c.HysteresisSeconds}, {"minWaveIntervalSeconds", c.MinWaveIntervalSeconds}} {
+		if v.value < 0 {
+			errs = append(errs, field.Invalid(path.Child(v.name), v.value, "must not be negative"))
+		}
+	}
+	if c.PollIntervalSeconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("pollIntervalSeconds"), c.PollIntervalSeconds, "must be greater than 0"))
+	}
+	if c.MaxPodsPerWave <= 0 {
+		errs = append(errs, field.Invalid(path.Child("maxPodsPerWave"), c.MaxPodsPerWave, "must be greater than 0"))
+	}
+	if c.Enabled {
+		for _, msg := range utilvalidation.IsDNS1123Label(c.LeaseNamespace) {
+			errs = append(errs, field.Invalid(path.Child("leaseNamespace"), c.LeaseNamespace, msg))
+		}
+		for _, msg := range utilvalidation.IsDNS1123Subdomain(c.LeaseName) {
+			errs = append(errs, field.Invalid(path.Child("leaseName"), c.LeaseName, msg))
+		}
+	}
+	return errs
 }
 
 // ValidateOverflowPreemptionArgs checks OverflowPreemptionArgs.
 func ValidateOverflowPreemptionArgs(path *field.Path, args *config.OverflowPreemptionArgs) error {
-	errs := ValidateOverflowConfig(path.Child("overflow"), &args.Overflow)
-	fabricErrs := ValidateFabricConfig(path.Child("fabric"), &args.Fabric)
-	errs = append(errs, fabricErrs...)
-	if len(fabricErrs) == 0 {
-		errs = append(errs, ValidateFabricLevelName(path.Child("defaultLevel"), &args.Fabric, args.DefaultLevel)...)
+	var errs field.ErrorList
+	if args.Overflow != nil {
+		errs = append(errs, ValidateOverflowConfig(path.Child("overflow"), args.Overflow)...)
 	}
-	errs = append(errs, ValidateFabricMode(path.Child("defaultMode"), args.DefaultMode)...)
-	if args.WaveTimeoutSeconds <= 0 {
-		errs = append(errs, field.Invalid(path.Child("waveTimeoutSeconds"), args.WaveTimeoutSeconds, "must be greater than 0"))
+	if args.Fabric != nil {
+		errs = append(errs, ValidateFabricConfig(path.Child("fabric"), args.Fabric)...)
 	}
-	r := path.Child("return")
-	for name, v := range map[string]int64{
-		"hysteresisSeconds": args.Return.HysteresisSeconds, "minWaveIntervalSeconds": args.Return.MinWaveIntervalSeconds,
-	} {
-		if v < 0 {
-			errs = append(errs, field.Invalid(r.Child(name), v, "must not be negative"))
-		}
+	if args.Claims != nil {
+		errs = append(errs, ValidateClaimsConfig(path.Child("claims"), args.Claims)...)
 	}
-	if args.Return.PollIntervalSeconds <= 0 {
-		errs = append(errs, field.Invalid(r.Child("pollIntervalSeconds"), args.Return.PollIntervalSeconds, "must be greater than 0"))
-	}
-	if args.Return.MaxPodsPerWave <= 0 {
-		errs = append(errs, field.Invalid(r.Child("maxPodsPerWave"), args.Return.MaxPodsPerWave, "must be greater than 0"))
-	}
-	if args.Return.Enabled {
-		for _, msg := range utilvalidation.IsDNS1123Label(args.Return.LeaseNamespace) {
-			errs = append(errs, field.Invalid(r.Child("leaseNamespace"), args.Return.LeaseNamespace, msg))
-		}
-		for _, msg := range utilvalidation.IsDNS1123Subdomain(args.Return.LeaseName) {
-			errs = append(errs, field.Invalid(r.Child("leaseName"), args.Return.LeaseName, msg))
-		}
+	if args.Return != nil {
+		errs = append(errs, ValidateReturnConfig(path.Child("return"), args.Return)...)
 	}
 	return errs.ToAggregate()
 }

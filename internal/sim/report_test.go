@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package sim
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// full is a report of a run that showed the whole story.
+func full() *Report {
+	return &Report{
+		FGD: []FGDResult{{Policy: "sluice", Capacity: 16, Pods: 3, Points: []FGDPoint{{Arrival: 0.5, UnallocatedPct: 50, AllocatedGPUs: 8}}}},
+		Gangs: map[string][]GangResult{"tiresias": {{Policy: "sluice", Gangs: []GangOutcome{
+			{Name: "a", Pods: 2, GPUsPerPod: 8, Placed: true, Leaves: 1, LowerBound: 1, Nodes: 2, LowerBoundNodes: 2, Waited: 3 * time.Second},
+			{Name: "b", Pods: 4, GPUsPerPod: 8, Placed: true, Leaves: 2, LowerBound: 1, Nodes: 4, LowerBoundNodes: 4},
+		}}}},
+		Packing:  []PackingResult{{Policy: "sluice", Pods: 4, Placed: 4, FreeNodes: 1, FreeLeaves: 1, Nodes: 2, Leaves: 2}},
+		Scenario: []ScenarioResult{{Name: "smoke", Evictions: map[string]int{"preemption": 16, "return": 16}, GangRunning: map[string]time.Duration{"train": time.Second}}},
+	}
+}
+
+// TestCheck: a smoke run passes only when it shows the whole story.
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Report)
+		want   string // "" for a report that passes
+	}{
+		{"the whole story", func(*Report) {}, ""},
+		{"an FGD policy measured nothing", func(r *Report) { r.FGD[0].Points = nil }, "fgd, sluice: no measurement points"},
+		{"a gang never placed", func(r *Report) { r.Gangs["tiresias"][0].Gangs[1].Placed = false }, "tiresias, sluice: 1 of 2 gangs placed"},
+		{"a service not placed", func(r *Report) { r.Packing[0].Placed = 3 }, "dlrm, sluice: 3 of 4 pods placed"},
+		{"nothing moved", func(r *Report) { r.Scenario[0].Evictions = map[string]int{} }, "scenario smoke: no production pod moved"},
+		{"not all came back", func(r *Report) { r.Scenario[0].Evictions["return"] = 15 }, "scenario smoke: 16 pods moved to the overflow node, 15 came back"},
+		{"the gang never ran", func(r *Report) { r.Scenario[0].GangRunning = nil }, "scenario smoke: no gang ran"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := full()
+			tt.change(r)
+			err := r.Check()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Check() = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Check() = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestSummary: a gang run's summary in numbers (2 gangs placed, one at its
+// leaf bound, one a leaf over it; mean wait (3s+0s)/2).
+func TestSummary(t *testing.T) {
+	s := full().Gangs["tiresias"][0].Summary()
+	want := GangSummary{Gangs: 2, Placed: 2, AtLowerBound: 1, AtNodeBound: 2, MeanExtraLeaves: 0.5, MeanExtraNodes: 0, MeanWait: 1500 * time.Millisecond}
+	if s != want {
+		t.Errorf("Summary() = %+v, want %+v", s, want)
+	}
+}
+
+// TestWrite: the report writes its summary, CSV and charts, and the
+// summary carries the scenario's figures.
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	summary, err := full().Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"evictions to overflow: 16, back to physical: 16", "gang train running 1s after it was submitted"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("summary lacks %q:\n%s", want, data)
+		}
+	}
+	for _, f := range []string{"scenario-smoke.csv", "scenario-smoke.svg", "packing.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package overflownode
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// APIVersion and Kind head a configuration file.
+const (
+	APIVersion = "overflow.sluice.dev/v1alpha1"
+	Kind       = "OverflowNodeConfiguration"
+)
+
+// Provider types.
+const (
+	TypeKubernetes = "kubernetes"
+	TypeHTTP       = "http"
+)
+
+// Config is sluice-overflow-node's configuration file:
+//
+//	apiVersion: overflow.sluice.dev/v1alpha1
+//	kind: OverflowNodeConfiguration
+//	nodeName: sluice-overflow
+//	providers:
+//	- name: burst-east
+//	  type: kubernetes
+//	  priority: 0
+//	  pricePerGPUHour: 2.10
+//	  quota: {nvidia.com/gpu: "64"}
+//	  kubernetes: {kubeconfig: /etc/sluice/burst-east/kubeconfig, namespace: sluice-overflow}
+//	- name: gpu-cloud
+//	  type: http
+//	  priority: 1
+//	  http: {url: https://api.gpu-cloud.example/sluice, tokenFile: /etc/sluice/gpu-cloud/token}
+type Config struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// NodeName is the node this process registers (default sluice-overflow).
+	NodeName string `json:"nodeName,omitempty"`
+	// Labels are added to the node's labels (type=virtual-kubelet is
+	// always set).
+	Labels map[string]string `json:"labels,omitempty"`
+	// MaxPods is the node's pod capacity (default 5000).
+	MaxPods *int32 `json:"maxPods,omitempty"`
+	// ReconcileInterval is how often providers are listed and statuses
+	// translated (default 5s).
+	ReconcileInterval *metav1.Duration `json:"reconcileInterval,omitempty"`
+	// RequestTimeout bounds every call to a provider (default 10s).
+	RequestTimeout *metav1.Duration `json:"requestTimeout,omitempty"`
+	// ProviderFailureTimeout is how long a provider may be unhealthy
+	// before the pods it runs are marked Failed, so their controllers
+	// replace them (default 2m).
+	ProviderFailureTimeout *metav1.Duration `json:"providerFailureTimeout,omitempty"`
+	// Providers, in no particular order: dispatch orders them by
+	// priority, then price, then name.
+	Providers []ProviderConfig `json:"providers"`
+}
+
+// ProviderConfig is one provider.
+type ProviderConfig struct {
+	// Name identifies the provider in events, metrics and pod conditions
+	// (a DNS label).
+	Name string `json:"name"`
+	// Type is kubernetes or http.
+	Type string `json:"type"`
+	// Priority orders dispatch: lower first (default 0).
+	Priority int32 `json:"priority,omitempty"`
+	// PricePerGPUHour breaks ties between equal priorities: cheaper first.
+	PricePerGPUHour float64 `json:"pricePerGPUHour,omitempty"`
+	// Quota caps what the provider reports, per resource.
+	Quota v1.ResourceList `json:"quota,omitempty"`
+
+	Kubernetes *KubernetesProvider `json:"kubernetes,omitempty"`
+	HTTP       *HTTPProvider       `json:"http,omitempty"`
+}
+
+// KubernetesProvider is a second cluster.
+type KubernetesProvider struct {
+	// Kubeconfig is the path of a kubeconfig for the remote cluster.
+	Kubeconfig string `json:"kubeconfig"`
+	// Namespace is where the remote pods are created (it must exist).
+	Namespace string `json:"namespace"`
+}
+
+// HTTPProvider is a provider speaking the HTTP contract.
+type HTTPProvider struct {
+	URL       string `json:"url"`
+	TokenFile string `json:"tokenFile,omitempty"`
+	CAFile    string `json:"caFile,omitempty"`
+}
+
+// Defaults.
+const (
+	DefaultNodeName               = "sluice-overflow"
+	DefaultMaxPods                = 5000
+	DefaultReconcileInterval      = 5 * time.Second
+	DefaultRequestTimeout         = 10 * time.Second
+	DefaultProviderFailureTimeout = 2 * time.Minute
+)
+
+// LoadConfig reads, defaults and validates a configuration file. Unknown
+// fields are errors; every error names the field path.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// Case-sensitive and strict: "nodename" is an unknown field, not
+	// nodeName.
+	var cfg Config
+	strict, err := sjson.UnmarshalStrict(js, &cfg, sjson.DisallowUnknownFields, sjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("%s: %w", path, errors.Join(strict...))
+	}
+	cfg.Default()
+	if errs := cfg.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %w", path, errs.ToAggregate())
+	}
+	return &cfg, nil
+}
+
+// Default fills in the defaults.
+func (c *Config) Default() {
+	if c.NodeName == "" {
+		c.NodeName = DefaultNodeName
+	}
+	if c.MaxPods == nil {
+		n := int32(DefaultMaxPods)
+		c.MaxPods = &n
+	}
+	for _, d := range []struct {
+		field **metav1.Duration
+		value time.Duration
+	}{{&c.ReconcileInterval, DefaultReconcileInterval}, {&c.RequestTimeout, DefaultRequestTimeout}, {&c.ProviderFailureTimeout, DefaultProviderFailureTimeout}} {
+		if *d.field == nil {
+			*d.field = &metav1.Duration{Duration: d.value}
+		}
+	}
+}
+
+// Validate checks a defaulted configuration.
+func (c *Config) Validate() field.ErrorList {
+	var errs field.ErrorList
+	if c.APIVersion != APIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{APIVersion}))
+	}
+	if c.Kind != Kind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
+	}
+	// The node name is also a label value on remote workloads.
+	for _, msg := range validation.IsDNS1123Label(c.NodeName) {
+		errs = append(errs, field.Invalid(field.NewPath("nodeName"), c.NodeName, msg))
+	}
+	for k, v := range c.Labels {
+		p := field.NewPath("labels").Key(k)
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(p, k, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, field.Invalid(p, v, msg))
+		}
+	}
+	if *c.MaxPods <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("maxPods"), *c.MaxPods, "must be positive"))
+	}
+	for name, d := range map[string]*metav1.Duration{"reconcileInterval": c.ReconcileInterval, "requestTimeout": c.RequestTimeout, "providerFailureTimeout": c.ProviderFailureTimeout} {
+		if d.Duration <= 0 {
+			errs = append(errs, field.Invalid(field.NewPath(name), d.Duration.String(), "must be positive"))
+		}
+	}
+	providers := field.NewPath("providers")
+	if len(c.Providers) == 0 {
+		errs = append(errs, field.Required(providers, "at least one provider"))
+	}
+	names := sets.New[string]()
+	for i := range c.Providers {
+		errs = append(errs, c.Providers[i].validate(providers.Index(i), names)...)
+	}
+	return errs
+}
+
+func (p *ProviderConfig) validate(path *field.Path, names sets.Set[string]) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(p.Name) {
+		errs = append(errs, field.Invalid(path.Child("name"), p.Name, msg))
+	}
+	if names.Has(p.Name) {
+		errs = append(errs, field.Duplicate(path.Child("name"), p.Name))
+	}
+	names.Insert(p.Name)
+	if p.PricePerGPUHour < 0 {
+		errs = append(errs, field.Invalid(path.Child("pricePerGPUHour"), p.PricePerGPUHour, "must not be negative"))
+	}
+	for name, q := range p.Quota {
+		if q.Sign() < 0 {
+			errs = append(errs, field.Invalid(path.Child("quota").Key(string(name)), q.String(), "must not be negative"))
+		}
+	}
+	switch p.Type {
+	case TypeKubernetes:
+		if p.HTTP != nil {
+			errs = append(errs, field.Forbidden(path.Child("http"), "only for type http"))
+		}
+		k := path.Child("kubernetes")
+		if p.Kubernetes == nil {
+			return append(errs, field.Required(k, "the remote cluster for type kubernetes"))
+		}
+		errs = append(errs, readable(k.Child("kubeconfig"), p.Kubernetes.Kubeconfig)...)
+		for _, msg := range validation.IsDNS1123Label(p.Kubernetes.Namespace) {
+			errs = append(errs, field.Invalid(k.Child("namespace"), p.Kubernetes.Namespace, msg))
+		}
+	case TypeHTTP:
+		if p.Kubernetes != nil {
+			errs = append(errs, field.Forbidden(path.Child("kubernetes"), "only for type kubernetes"))
+		}
+		h := path.Child("http")
+		if p.HTTP == nil {
+			return append(errs, field.Required(h, "the provider's URL for type http"))
+		}
+		if u, err := url.Parse(p.HTTP.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, field.Invalid(h.Child("url"), p.HTTP.URL, "want http(s)://host[:port][/path]"))
+		}
+		if p.HTTP.TokenFile != "" {
+			errs = append(errs, readable(h.Child("tokenFile"), p.HTTP.TokenFile)...)
+		}
+		if p.HTTP.CAFile != "" {
+			errs = append(errs, readable(h.Child("caFile"), p.HTTP.CAFile)...)
+		}
+	default:
+		errs = append(errs, field.NotSupported(path.Child("type"), p.Type, []string{TypeKubernetes, TypeHTTP}))
+	}
+	return errs
+}
+
+// readable checks that a file can be opened; its content is not echoed.
+func readable(path *field.Path, file string) field.ErrorList {
+	if strings.TrimSpace(file) == "" {
+		return field.ErrorList{field.Required(path, "a file path")}
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, file, err.Error())}
+	}
+	_ = f.Close()
+	return nil
+}

@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+// Package overflownode is sluice-overflow-node: a virtual-kubelet node standing
+// for the capacity of every external GPU provider (pkg/overflownode/provider),
+// that runs the pods bound to it at those providers.
+//
+// Everything that is not a provider's job is here, written once:
+// dispatch (providers in order of priority, then price, with room for the
+// pod), periodic reconciliation of the providers' listings against the
+// pods bound to the node, translation of remote state into pod status
+// (Ready only when the remote side serves), garbage collection of remote
+// workloads whose pod is gone, failure handling (a pod whose remote
+// workload failed or vanished, or whose provider has been down too long,
+// is marked Failed so that its controller replaces it), and the node's
+// capacity and conditions (the sum of the healthy providers; Ready=False
+// when none is healthy, so that sluice stops evicting into it).
+//
+// It keeps no state of its own: which provider runs a pod is in the
+// providers' listings (every remote workload carries its pod's namespace,
+// name and UID, and an id derived from the UID) and in the pod's own
+// status (condition overflow.sluice.dev/RemoteWorkload), so a restarted
+// process continues where the last one stopped.
+package overflownode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/klog/v2"
+
+	"github.com/sluice-sched/sluice/pkg/metrics"
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
+)
+
+// RemoteCondition is the pod condition naming the provider and id that run
+// the pod; its presence also means "this pod was dispatched", which tells
+// a vanished remote workload from one not created yet.
+const RemoteCondition v1.PodConditionType = "overflow.sluice.dev/RemoteWorkload"
+
+// Pod failure reasons (pod status reason, event reason, metric label).
+const (
+	ReasonRemoteFailed        = "RemoteWorkloadFailed"
+	ReasonRemoteLost          = "RemoteWorkloadLost"
+	ReasonProviderUnavailable = "ProviderUnavailable"
+	ReasonProviderRemoved     = "ProviderRemoved"
+)
+
+// Member is one configured provider.
+type Member struct {
+	Config   ProviderConfig
+	Provider provider.Provider
+
+	// Guarded by Node.mu.
+	healthy  bool
+	since    time.Time // of the last change of healthy
+	err      error
+	capacity v1.ResourceList // quota applied
+}
+
+// remote is one remote workload as last listed (or just created).
+type remote struct {
+	member  *Member
+	w       provider.Workload
+	created time.Time // set when this process created it
+}
+
+// Node is the overflow node's provider logic, plugged into
+// virtual-kubelet's pod and node controllers.
+type Node struct {
+	cfg      *Config
+	members  []*Member // dispatch order
+	client   kubernetes.Interface
+	pods     corelisters.PodLister
+	recorder record.EventRecorder
+	now      func() time.Time
+
+	mu         sync.Mutex
+	workloads  map[types.UID]*remote
+	lost       map[types.UID]int
+	notifyPod  func(*v1.Pod)
+	notifyNode func(*v1.Node)
+	lastNode   *v1.NodeStatus
+}
+
+var (
+	_ node.PodLifecycleHandler = &Node{}
+	_ node.PodNotifier         = &Node{}
+	_ node.NodeProvider        = &Node{}
+)
+
+// New builds a node; pods lists the pods bound to this node.
+func New(cfg *Config, members []*Member, client kubernetes.Interface, pods corelisters.PodLister, recorder record.EventRecorder) *Node {
+	ordered := append([]*Member(nil), members...)
+	sort.SliceStable(ordered, func(i, j int) bool {
+		a, b := ordered[i].Config, ordered[j].Config
+		if a.Priority != b.Priority {
+			return a.Priority < b.Priority
+		}
+		if a.PricePerGPUHour != b.PricePerGPUHour {
+			return a.PricePerGPUHour < b.PricePerGPUHour
+		}
+		return a.Name < b.Name
+	})
+	return &Node{cfg: cfg, members: ordered, client: client, pods: pods, recorder: recorder, now: time.Now,
+		workloads: map[types.UID]*remote{}, lost: map[types.UID]int{}}
+}
+
+func (n *Node) member(name string) *Member {
+	for _, m := range n.members {
+		if m.Config.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// CreatePod dispatches the pod to the first provider, in dispatch order,
+// that is healthy, has room for it and accepts it.
+func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	n.mu.Lock()
+	if r := n.workloads[pod.UID]; r != nil {
+		// Already running somewhere (e.g. created before a restart).
+		n.mu.Unlock()
+		n.sendStatus(pod, n.statusFor(pod, r))
+		return nil
+	}
+	if dispatchedTo(pod) != "" {
+		// It ran before and its workload is gone: the reconcile marks it
+		// Failed (a vanished container is not silently re-run).
+		n.mu.Unlock()
+		return nil
+	}
+	candidates, skipped := n.candidates(pod)
+	n.mu.Unlock()
+
+	id := provider.IDFor(pod.UID)
+	reasons := skipped
+	for _, m := range candidates {
+		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		err := m.Provider.Create(callCtx, id, pod)
+		cancel()
+		if err != nil {
+			reason := "error"
+			if errors.Is(err, provider.ErrUnsupported) {
+				reason = "unsupported"
+			}
+			metrics.DispatchFailures.WithLabelValues(m.Config.Name, reason).Inc()
+			reasons = append(reasons, fmt.Sprintf("%s: %v", m.Config.Name, err))
+			logger.V(2).Info("Provider refused the pod", "provider", m.Config.Name, "err", err)
+			continue
+		}
+		r := &remote{member: m, created: n.now(), w: provider.Workload{
+			ID: id, Node: n.cfg.NodeName, Phase: provider.Pending, Message: "created at the provider",
+			Pod: provider.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		}}
+		n.mu.Lock()
+		n.workloads[pod.UID] = r
+		n.mu.Unlock()
+		n.recorder.Eventf(pod, v1.EventTypeNormal, "Dispatched", "Running at provider %s as %s", m.Config.Name, id)
+		logger.V(2).Info("Dispatched pod", "provider", m.Config.Name, "id", id)
+		n.sendStatus(pod, n.statusFor(pod, r))
+		return nil
+	}
+	msg := "no provider can run this pod now"
+	if len(reasons) > 0 {
+		msg += ": " + strings.Join(reasons, "; ")
+	}
+	n.recorder.Event(pod, v1.EventTypeWarning, "DispatchFailed", msg)
+	return errors.New(msg)
+}
+
+// candidates are the healthy providers with room for pod, in dispatch
+// order; skipped says why the others were passed over. Called with n.mu.
+func (n *Node) candidates(pod *v1.Pod) ([]*Member, []string) {
+	used := n.usedLocked()
+	want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	var out []*Member
+	var skipped []string
+	for _, m := range n.members {
+		if !m.healthy {
+			metrics.DispatchFailures.WithLabelValues(m.Config.Name, "unhealthy").Inc()
+			skipped = append(skipped, fmt.Sprintf("%s: unhealthy (%v)", m.Config.Name, m.err))
+			continue
+		}
+		if short := shortfall(m.capacity, used[m], want); short != "" {
+			metrics.DispatchFailures.WithLabelValues(m.Config.Name, "no_room").Inc()
+			skipped = append(skipped, fmt.Sprintf("%s: no room (%s)", m.Config.Name, short))
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, skipped
+}
+
+// usedLocked sums the requests of the pods each provider runs.
+func (n *Node) usedLocked() map[*Member]v1.ResourceList {
+	byUID := n.podsByUID()
+	used := map[*Member]v1.ResourceList{}
+	for uid, r := range n.workloads {
+		pod := byUID[uid]
+		if pod == nil || terminal(pod) {
+			continue
+		}
+		sum := used[r.member]
+		if sum == nil {
+			sum = v1.ResourceList{}
+			used[r.member] = sum
+		}
+		for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+			total := sum[name]
+			total.Add(q)
+			sum[name] = total
+		}
+	}
+	return used
+}
+
+// shortfall names the first resource pod wants more of than is free, or
+// "". A provider limits what it reports; CPU, memory and storage it does
+// not report are not limited, any other resource (GPUs) it does not report
+// it does not have.
+func shortfall(capacity, used, want v1.ResourceList) string {
+	names := make([]string, 0, len(want))
+	for name := range want {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	for _, s := range names {
+		name := v1.ResourceName(s)
+		q := want[name]
+		if q.IsZero() {
+			continue
+		}
+		capQ, ok := capacity[name]
+		if !ok {
+			switch name {
+			case v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage:
+				continue
+			}
+			return fmt.Sprintf("needs %s %s, has none", q.String(), name)
+		}
+		free := capQ.DeepCopy()
+		if u, ok := used[name]; ok {
+			free.Sub(u)
+		}
+		if free.Cmp(q) < 0 {
+			if free.Sign() < 0 {
+				free = resource.Quantity{}
+			}
+			return fmt.Sprintf("needs %s %s, %s free", q.String(), name, free.String())
+		}
+	}
+	return ""
+}
+
+// UpdatePod has nothing to do: remote workloads are not updated in place
+// (a changed pod template makes a new pod).
+func (n *Node) UpdatePod(context.Context, *v1.Pod) error { return nil }
+
+// DeletePod deletes the remote workload and reports the pod terminated, so
+// that virtual-kubelet removes it from the apiserver.
+func (n *Node) DeletePod(ctx context.Context, pod *v1.Pod) error {
+	id := provider.IDFor(pod.UID)
+	n.mu.Lock()
+	r := n.workloads[pod.UID]
+	n.mu.Unlock()
+	targets := n.members
+	if r != nil {
+		targets = []*Member{r.member}
+	}
+	for _, m := range targets {
+		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		err := m.Provider.Delete(callCtx, id)
+		cancel()
+		if err != nil && r != nil {
+			return fmt.Errorf("deleting %s at provider %s: %w", id, m.Config.Name, err)
+		}
+		// Without a known provider this is best effort: garbage
+		// collection deletes whatever a provider lists for a gone pod.
+	}
+	n.mu.Lock()
+	delete(n.workloads, pod.UID)
+	delete(n.lost, pod.UID)
+	n.mu.Unlock()
+	if !terminal(pod) {
+		n.sendStatus(pod, terminatedStatus(pod, v1.PodSucceeded, "Terminated", "deleted", 0))
+	}
+	return nil
+}
+
+// GetPod returns the pod with its remote status, or NotFound when no
+// provider runs it.
+func (n *Node) GetPod(_ context.Context, namespace, name string) (*v1.Pod, error) {
+	pod, err := n.pods.Pods(namespace).Get(name)
+	if err != nil {
+		return nil, errdefs.NotFoundf("pod %s/%s: %v", namespace, name, err)
+	}
+	n.mu.Lock()
+	r := n.workloads[pod.UID]
+	n.mu.Unlock()
+	if r == nil {
+		return nil, errdefs.NotFoundf("pod %s/%s runs at no provider", namespace, name)
+	}
+	out := pod.DeepCopy()
+	out.Status = n.statusFor(pod, r)
+	return out, nil
+}
+
+// GetPodStatus returns the pod's remote status.
+func (n *Node) GetPodStatus(ctx context.Context, namespace, name string) (*v1.PodStatus, error) {
+	pod, err := n.GetPod(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return &pod.Status, nil
+}
+
+// GetPods returns every remote workload as a pod (namespace, name, UID);
+// virtual-kubelet deletes those whose pod no longer exists.
+func (n *Node) GetPods(context.Context) ([]*v1.Pod, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]*v1.Pod, 0, len(n.workloads))
+	for _, r := range n.workloads {
+		pod := &v1.Pod{}
+		pod.Namespace, pod.Name, pod.UID = r.w.Pod.Namespace, r.w.Pod.Name, r.w.Pod.UID
+		pod.Spec.NodeName = n.cfg.NodeName
+		out = append(out, pod)
+	}
+	return out, nil
+}
+
+// NotifyPods registers virtual-kubelet's status callback.
+func (n *Node) NotifyPods(_ context.Context, cb func(*v1.Pod)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.notifyPod = cb
+}
+
+// Ping reports this process alive; provider health is in the node's
+// conditions, not in its heartbeat.
+func (n *Node) Ping(ctx context.Context) error { return ctx.Err() }
+
+// NotifyNodeStatus registers virtual-kubelet's node status callback.
+func (n *Node) NotifyNodeStatus(_ context.Context, cb func(*v1.Node)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.notifyNode = cb
+}
+
+// sendStatus hands a pod status to virtual-kubelet when it differs from
+// the pod's.
+func (n *Node) sendStatus(pod *v1.Pod, status v1.PodStatus) {
+	if statusEqual(pod.Status, status) {
+		return
+	}
+	n.mu.Lock()
+	cb := n.notifyPod
+	n.mu.Unlock()
+	if cb == nil {
+		return
+	}
+	out := pod.DeepCopy()
+	out.Status = status
+	cb(out)
+}
+
+// fail marks a pod Failed so that its controller replaces it.
+func (n *Node) fail(pod *v1.Pod, reason, msg string) {
+	metrics.PodsFailed.WithLabelValues(reason).Inc()
+	n.recorder.Event(pod, v1.EventTypeWarning, reason, msg)
+	n.sendStatus(pod, terminatedStatus(pod, v1.PodFailed, reason, msg, 137))
+}
+
+// podsByUID indexes the pods bound to this node.
+func (n *Node) podsByUID() map[types.UID]*v1.Pod {
+	pods, err := n.pods.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	out := make(map[types.UID]*v1.Pod, len(pods))
+	for _, p := range pods {
+		out[p.UID] = p
+	}
+	return out
+}
+
+// dispatchedTo is the provider named in the pod's RemoteCondition.
+func dispatchedTo(pod *v1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == RemoteCondition {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+func terminal(pod *v1.Pod) bool {
+	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
+}

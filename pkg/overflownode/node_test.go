@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package overflownode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
+)
+
+// fakeProvider is an in-memory provider for unit tests.
+type fakeProvider struct {
+	mu        sync.Mutex
+	workloads map[string]provider.Workload
+	capacity  v1.ResourceList
+	down      error
+	creates   int
+}
+
+func newFake(gpus string) *fakeProvider {
+	return &fakeProvider{workloads: map[string]provider.Workload{}, capacity: v1.ResourceList{"nvidia.com/gpu": resource.MustParse(gpus)}}
+}
+
+func (f *fakeProvider) Create(_ context.Context, id string, pod *v1.Pod) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down != nil {
+		return f.down
+	}
+	if _, ok := f.workloads[id]; ok {
+		return nil
+	}
+	f.creates++
+	f.workloads[id] = provider.Workload{ID: id, Node: "sluice-overflow", Phase: provider.Running, Ready: true,
+		Pod: provider.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}
+	return nil
+}
+
+func (f *fakeProvider) Delete(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.workloads, id)
+	return nil
+}
+
+func (f *fakeProvider) Get(_ context.Context, id string) (*provider.Workload, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w, ok := f.workloads[id]
+	if !ok {
+		return nil, provider.ErrNotFound
+	}
+	return &w, nil
+}
+
+func (f *fakeProvider) List(context.Context) ([]provider.Workload, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down != nil {
+		return nil, f.down
+	}
+	out := []provider.Workload{}
+	for _, w := range f.workloads {
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+func (f *fakeProvider) Capacity(context.Context) (v1.ResourceList, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.capacity.DeepCopy(), nil
+}
+
+func (f *fakeProvider) Health(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down
+}
+
+func (f *fakeProvider) set(fn func(*fakeProvider)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+// fixture is a Node over fake providers, a fake clientset and a pod
+// indexer the test fills.
+type fixture struct {
+	node     *Node
+	client   *fake.Clientset
+	pods     cache.Indexer
+	statuses map[string]v1.PodStatus // last status sent, by pod name
+	nodes    []*v1.Node
+	clock    time.Time
+}
+
+func newFixture(t *testing.T, members ...*Member) *fixture {
+	t.Helper()
+	cfg := &Config{APIVersion: APIVersion, Kind: Kind}
+	for _, m := range members {
+		cfg.Providers = append(cfg.Providers, m.Config)
+	}
+	cfg.Default()
+	f := &fixture{client: fake.NewClientset(), pods: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
+		statuses: map[string]v1.PodStatus{}, clock: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	f.node = New(cfg, members, f.client, corelisters.NewPodLister(f.pods), record.NewFakeRecorder(1000))
+	f.node.now = func() time.Time { return f.clock }
+	f.node.NotifyPods(context.Background(), func(p *v1.Pod) {
+		f.statuses[p.Name] = p.Status
+		// As virtual-kubelet would: the apiserver now has this status.
+		stored := p.DeepCopy()
+		if err := f.pods.Update(stored); err != nil {
+			t.Errorf("updating pod %s: %v", p.Name, err)
+		}
+		if _, err := f.client.CoreV1().Pods(p.Namespace).UpdateStatus(context.Background(), stored, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("updating pod %s: %v", p.Name, err)
+		}
+	})
+	f.node.NotifyNodeStatus(context.Background(), func(n *v1.Node) { f.nodes = append(f.nodes, n) })
+	return f
+}
+
+func member(name string, priority int32, price float64, p provider.Provider) *Member {
+	return &Member{Config: ProviderConfig{Name: name, Type: TypeHTTP, Priority: priority, PricePerGPUHour: price}, Provider: p}
+}
+
+func (f *fixture) addPod(t *testing.T, name string, gpus int) *v1.Pod {
+	t.Helper()
+	q := resource.MustParse(fmt.Sprint(gpus))
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "serve", Name: name, UID: types.UID("uid-" + name)},
+		Spec: v1.PodSpec{NodeName: "sluice-overflow", Containers: []v1.Container{{Name: "c", Image: "img",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{"nvidia.com/gpu": q}, Limits: v1.ResourceList{"nvidia.com/gpu": q}}}}},
+		Status: v1.PodStatus{Phase: v1.PodPending},
+	}
+	if err := f.pods.Add(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.client.CoreV1().Pods("serve").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (f *fixture) pod(t *testing.T, name string) *v1.Pod {
+	t.Helper()
+	obj, ok, err := f.pods.GetByKey("serve/" + name)
+	if err != nil || !ok {
+		t.Fatalf("pod %s: %v", name, err)
+	}
+	return obj.(*v1.Pod)
+}
+
+func TestDispatchOrderAndRoom(t *testing.T) {
+	// a: priority 0, 2 GPUs. b and c: priority 1; c is cheaper, so c comes
+	// before b. Five 1-GPU pods: a, a, c, c, b.
+	a, b, c := newFake("2"), newFake("4"), newFake("2")
+	f := newFixture(t, member("b", 1, 3.0, b), member("a", 0, 9.0, a), member("c", 1, 1.5, c))
+	ctx := context.Background()
+	f.node.Reconcile(ctx)
+	var got []string
+	for i := range 5 {
+		p := f.addPod(t, fmt.Sprintf("llm-%d", i), 1)
+		if err := f.node.CreatePod(ctx, p); err != nil {
+			t.Fatalf("CreatePod %s: %v", p.Name, err)
+		}
+		got = append(got, dispatchedTo(f.pod(t, p.Name)))
+	}
+	if diff := cmp.Diff([]string{"a", "a", "c", "c", "b"}, got); diff != "" {
+		t.Errorf("dispatch order (-want,+got):\n%s", diff)
+	}
+	// b has 3 GPUs left: a 4-GPU pod fits nowhere, and the error says why
+	// for every provider.
+	big := f.addPod(t, "big", 4)
+	err := f.node.CreatePod(ctx, big)
+	if err == nil || !strings.Contains(err.Error(), "a: no room (needs 4 nvidia.com/gpu, 0 free)") || !strings.Contains(err.Error(), "b: no room (needs 4 nvidia.com/gpu, 3 free)") {
+		t.Errorf("CreatePod big = %v, want no room at a (0 free) and b (3 free)", err)
+	}
+}
+
+func TestStatusTranslation(t *testing.T) {
+	p := newFake("8")
+	f := newFixture(t, member("cloud", 0, 0, p))
+	ctx := context.Background()
+	f.node.Reconcile(ctx)
+	pod := f.addPod(t, "llm-0", 1)
+	id := provider.IDFor(pod.UID)
+	if err := f.node.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	p.set(func(f *fakeProvider) {
+		w := f.workloads[id]
+		w.Phase, w.Ready, w.Message = provider.Pending, false, "pulling image"
+		f.workloads[id] = w
+	})
+	f.node.Reconcile(ctx)
+	st := f.statuses["llm-0"]
+	if st.Phase != v1.PodPending || condition(st, v1.PodReady) != "False:RemoteNotReady:pulling image" {
+		t.Errorf("pending workload: phase %s, Ready %q", st.Phase, condition(st, v1.PodReady))
+	}
+	if got := condition(st, RemoteCondition); got != "True:cloud:runs as "+id+" at provider cloud" {
+		t.Errorf("remote condition = %q", got)
+	}
+	p.set(func(f *fakeProvider) {
+		w := f.workloads[id]
+		w.Phase, w.Ready, w.Message = provider.Running, true, ""
+		f.workloads[id] = w
+	})
+	f.node.Reconcile(ctx)
+	st = f.statuses["llm-0"]
+	if st.Phase != v1.PodRunning || condition(st, v1.PodReady) != "True::" {
+		t.Errorf("serving workload: phase %s, Ready %q, want Running, True", st.Phase, condition(st, v1.PodReady))
+	}
+	// An unchanged workload sends no new status.
+	before := len(f.statuses)
+	delete(f.statuses, "llm-0")
+	f.node.Reconcile(ctx)
+	if _, sent := f.statuses["llm-0"]; sent || len(f.statuses) != before-1 {
+		t.Errorf("unchanged workload sent a status update")
+	}
+	p.set(func(f *fakeProvider) {
+		w := f.workloads[id]
+		w.Phase, w.Ready, w.Message = provider.Failed, false, "OOMKilled"
+		f.workloads[id] = w
+	})
+	f.node.Reconcile(ctx)
+	st = f.statuses["llm-0"]
+	if st.Phase != v1.PodFailed || st.Reason != ReasonRemoteFailed || !strings.Contains(st.Message, "OOMKilled") {
+		t.Errorf("failed workload: phase %s reason %s message %q", st.Phase, st.Reason, st.Message)
+	}
+}
+
+func condition(st v1.PodStatus, typ v1.PodConditionType) string {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return fmt.Sprintf("%s:%s:%s", c.Status, c.Reason, c.Message)
+		}
+	}
+	return ""
+}
+
+func TestVanishedWorkloadFailsThePod(t *testing.T) {
+	p := newFake("8")
+	f := newFixture(t, member("cloud", 0, 0, p))
+	ctx := context.Background()
+	f.node.Reconcile(ctx)
+	pod := f.addPod(t, "llm-0", 1)
+	if err := f.node.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	f.clock = f.clock.Add(time.Minute) // past the creation grace
+	p.set(func(f *fakeProvider) { f.workloads = map[string]provider.Workload{} })
+	f.node.Reconcile(ctx)
+	if st := f.statuses["llm-0"]; st.Phase == v1.PodFailed {
+		t.Fatalf("pod failed after one missed listing; want %d", lostAfter)
+	}
+	f.node.Reconcile(ctx)
+	if st := f.statuses["llm-0"]; st.Phase != v1.PodFailed || st.Reason != ReasonRemoteLost {
+		t.Errorf("after %d missed listings: phase %s reason %s, want Failed %s", lostAfter, st.Phase, st.Reason, ReasonRemoteLost)
+	}
+	// A restarted process does not re-run a vanished workload either.
+	if err := f.node.CreatePod(ctx, f.pod(t, "llm-0")); err != nil || p.creates != 1 {
+		t.Errorf("CreatePod of a dispatched pod: err %v, creates %d; want nil, 1", err, p.creates)
+	}
+}
+
+func TestProviderDown(t *testing.T) {
+	a, b := newFake("8"), newFake("4")
+	f := newFixture(t, member("a", 0, 0, a), member("b", 1, 0, b))
+	ctx := context.Background()
+	f.node.Reconcile(ctx)
+	pod := f.addPod(t, "llm-0", 1)
+	if err := f.node.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := gpus(f.nodes[len(f.nodes)-1]); got != "12" {
+		t.Errorf("node capacity with both providers = %s GPUs, want 12", got)
+	}
+	a.set(func(f *fakeProvider) { f.down = errors.New("connection refused") })
+	f.node.Reconcile(ctx)
+	last := f.nodes[len(f.nodes)-1]
+	if got := gpus(last); got != "4" || !nodeReady(last) {
+		t.Errorf("a down: capacity %s GPUs ready %v, want 4, ready", got, nodeReady(last))
+	}
+	// New pods go to b; the pod at a keeps its status until the timeout.
+	next := f.addPod(t, "llm-1", 1)
+	if err := f.node.CreatePod(ctx, next); err != nil || dispatchedTo(f.pod(t, "llm-1")) != "b" {
+		t.Errorf("dispatch with a down: err %v, to %q; want b", err, dispatchedTo(f.pod(t, "llm-1")))
+	}
+	f.clock = f.clock.Add(DefaultProviderFailureTimeout)
+	f.node.Reconcile(ctx)
+	if st := f.statuses["llm-0"]; st.Phase != v1.PodFailed || st.Reason != ReasonProviderUnavailable {
+		t.Errorf("pod at a after the failure timeout: %s %s, want Failed %s", st.Phase, st.Reason, ReasonProviderUnavailable)
+	}
+	b.set(func(f *fakeProvider) { f.down = errors.New("503") })
+	f.node.Reconcile(ctx)
+	last = f.nodes[len(f.nodes)-1]
+	if nodeReady(last) || gpus(last) != "0" {
+		t.Errorf("no provider healthy: ready %v capacity %s, want NotReady, 0 GPUs", nodeReady(last), gpus(last))
+	}
+	// When a comes back, its workload for the failed pod is collected.
+	a.set(func(f *fakeProvider) { f.down = nil })
+	f.node.Reconcile(ctx)
+	if len(a.workloads) != 0 {
+		t.Errorf("a still runs %d workloads for a failed pod", len(a.workloads))
+	}
+}
+
+func TestGarbageCollectionConfirmsWithTheAPIServer(t *testing.T) {
+	p := newFake("8")
+	f := newFixture(t, member("cloud", 0, 0, p))
+	ctx := context.Background()
+	// A workload for a pod that no longer exists, and one for a pod the
+	// informer has not seen yet but the apiserver has.
+	gone := provider.Workload{ID: provider.IDFor("uid-gone"), Node: "sluice-overflow", Phase: provider.Running, Ready: true,
+		Pod: provider.PodRef{Namespace: "serve", Name: "gone", UID: "uid-gone"}}
+	late := provider.Workload{ID: provider.IDFor("uid-late"), Node: "sluice-overflow", Phase: provider.Running, Ready: true,
+		Pod: provider.PodRef{Namespace: "serve", Name: "late", UID: "uid-late"}}
+	p.workloads[gone.ID], p.workloads[late.ID] = gone, late
+	latePod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "serve", Name: "late", UID: "uid-late"}, Spec: v1.PodSpec{NodeName: "sluice-overflow"}}
+	if _, err := f.client.CoreV1().Pods("serve").Create(ctx, latePod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.node.Reconcile(ctx)
+	if _, ok := p.workloads[gone.ID]; ok {
+		t.Error("workload of a deleted pod was not collected")
+	}
+	if _, ok := p.workloads[late.ID]; !ok {
+		t.Error("workload of a live pod missing from the informer was collected")
+	}
+}
+
+func gpus(n *v1.Node) string {
+	q := n.Status.Allocatable["nvidia.com/gpu"]
+	return q.String()
+}
+
+func nodeReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func TestShortfallAndQuota(t *testing.T) {
+	capacity := applyQuota(v1.ResourceList{"nvidia.com/gpu": resource.MustParse("64"), "cpu": resource.MustParse("100")},
+		v1.ResourceList{"nvidia.com/gpu": resource.MustParse("16"), "memory": resource.MustParse("1Ti")})
+	want := v1.ResourceList{"nvidia.com/gpu": resource.MustParse("16"), "cpu": resource.MustParse("100"), "memory": resource.MustParse("1Ti")}
+	if diff := cmp.Diff(want.DeepCopy(), capacity, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("applyQuota (-want,+got):\n%s", diff)
+	}
+	used := v1.ResourceList{"nvidia.com/gpu": resource.MustParse("15")}
+	for _, tt := range []struct {
+		name string
+		want v1.ResourceList
+		out  string
+	}{
+		{"fits", v1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}, ""},
+		{"too many GPUs", v1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")}, "needs 2 nvidia.com/gpu, 1 free"},
+		{"unreported ephemeral storage is unlimited", v1.ResourceList{"ephemeral-storage": resource.MustParse("1Ti")}, ""},
+		{"unreported extended resource is absent", v1.ResourceList{"example.com/fpga": resource.MustParse("1")}, "needs 1 example.com/fpga, has none"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := shortfall(capacity, used, tt.want); got != tt.out {
+				t.Errorf("shortfall = %q, want %q", got, tt.out)
+			}
+		})
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	head := "apiVersion: overflow.sluice.dev/v1alpha1\nkind: OverflowNodeConfiguration\n"
+	good := "providers:\n- name: east\n  type: kubernetes\n  kubernetes: {kubeconfig: " + kubeconfig + ", namespace: overflow}\n"
+	for _, tt := range []struct {
+		name, body, want string
+	}{
+		{"valid", head + good, ""},
+		{"unknown field", head + "nodename: x\n" + good, `unknown field "nodename"`},
+		{"no providers", head + "providers: []\n", "providers: Required value"},
+		{"bad type", head + "providers:\n- {name: a, type: ftp}\n", `providers[0].type: Unsupported value: "ftp"`},
+		{"missing kubeconfig", head + "providers:\n- name: a\n  type: kubernetes\n  kubernetes: {kubeconfig: /nonexistent, namespace: x}\n", "providers[0].kubernetes.kubeconfig: Invalid value: \"/nonexistent\""},
+		{"http without url", head + "providers:\n- {name: a, type: http, http: {url: 'ftp://x'}}\n", "providers[0].http.url: Invalid value"},
+		{"duplicate names", head + good + "- name: east\n  type: http\n  http: {url: 'https://x'}\n", "providers[1].name: Duplicate value: \"east\""},
+		{"negative quota", head + "providers:\n- name: a\n  type: http\n  quota: {nvidia.com/gpu: '-1'}\n  http: {url: 'https://x'}\n", "providers[0].quota[nvidia.com/gpu]: Invalid value"},
+		{"bad node name", head + "nodeName: Overflow_1\n" + good, "nodeName: Invalid value: \"Overflow_1\""},
+		{"wrong kind", "apiVersion: overflow.sluice.dev/v1alpha1\nkind: Node\n" + good, `kind: Unsupported value: "Node"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".yaml")
+			if err := os.WriteFile(file, []byte(tt.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := LoadConfig(file)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("LoadConfig: %v", err)
+				}
+				if cfg.NodeName != DefaultNodeName || cfg.ReconcileInterval.Duration != DefaultReconcileInterval {
+					t.Errorf("defaults not applied: %+v", cfg)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("LoadConfig error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestShippedConfig loads manifests/overflow-node/overflow-node.yaml, with
+// its credential files pointed at temporary files.
+func TestShippedConfig(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "manifests", "overflow-node", "overflow-node.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	body := strings.ReplaceAll(string(data), "/etc/sluice/providers", dir)
+	for _, f := range []string{"burst-east-kubeconfig", "gpu-cloud-token"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "overflow-node.yaml")
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(file)
+	if err != nil {
+		t.Fatalf("shipped configuration: %v", err)
+	}
+	if cfg.NodeName != DefaultNodeName || len(cfg.Providers) != 2 {
+		t.Errorf("shipped configuration: node %s with %d providers", cfg.NodeName, len(cfg.Providers))
+	}
+}

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package httpprovider_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider/httpprovider"
+	"github.com/sluice-sched/sluice/test/providerserver"
+)
+
+func pod(name, uid string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "serve", Name: name, UID: types.UID("uid-" + uid), Labels: map[string]string{"app": "llm"}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{
+			Name: "server", Image: "vllm/vllm-openai:v0.11",
+			Env: []v1.EnvVar{{Name: "MODEL", Value: "llama"}, {Name: "POD", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+			Resources: v1.ResourceRequirements{
+				Requests: v1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
+				Limits:   v1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
+			},
+		}}},
+	}
+}
+
+func newClient(t *testing.T, srv *providerserver.Server, token string) *httpprovider.Client {
+	t.Helper()
+	opts := httpprovider.Options{URL: srv.URL + "/", Node: "sluice-overflow"}
+	if token != "" {
+		opts.TokenFile = filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(opts.TokenFile, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := httpprovider.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestLifecycle(t *testing.T) {
+	clk := testingclock.NewFakePassiveClock(time.Now())
+	srv := providerserver.Start(providerserver.Options{Token: "s3cret", Capacity: map[string]string{"nvidia.com/gpu": "16"}, StartDelay: 50 * time.Millisecond, Clock: clk})
+	defer srv.Close()
+	c := newClient(t, srv, "s3cret")
+	ctx := context.Background()
+
+	if err := c.Health(ctx); err != nil {
+		t.Fatalf("Health: %v", err)
+	}
+	capacity, err := c.Capacity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := capacity["nvidia.com/gpu"]; got.Value() != 16 {
+		t.Errorf("capacity nvidia.com/gpu = %s, want 16", got.String())
+	}
+	p := pod("llm-0", "a")
+	id := provider.IDFor(p.UID)
+	if err := c.Create(ctx, id, p); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	// Idempotent: a repeated create (after a restart) is not an error and
+	// makes no second workload.
+	if err := c.Create(ctx, id, p); err != nil {
+		t.Fatalf("second Create: %v", err)
+	}
+	if srv.Creates() != 1 {
+		t.Errorf("provider created %d workloads, want 1", srv.Creates())
+	}
+	req, _ := srv.Request(id)
+	wantEnv := []httpprovider.EnvVar{{Name: "MODEL", Value: "llama"}, {Name: "POD", Value: "llm-0"}}
+	if diff := cmp.Diff(wantEnv, req.Containers[0].Env); diff != "" {
+		t.Errorf("env sent (-want,+got):\n%s", diff)
+	}
+	if req.Pod != (provider.PodRef{Namespace: "serve", Name: "llm-0", UID: p.UID}) {
+		t.Errorf("pod ref sent = %+v", req.Pod)
+	}
+	w, err := c.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Phase != provider.Pending || w.Ready {
+		t.Errorf("new workload: phase %s ready %v, want Pending, not ready", w.Phase, w.Ready)
+	}
+	clk.SetTime(clk.Now().Add(60 * time.Millisecond))
+	list, err := c.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Phase != provider.Running || !list[0].Ready {
+		t.Fatalf("List = %+v, want one Running, Ready workload", list)
+	}
+	if err := c.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, id); err != nil {
+		t.Errorf("deleting a deleted workload: %v, want nil", err)
+	}
+	if _, err := c.Get(ctx, id); !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("Get after delete: %v, want ErrNotFound", err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	srv := providerserver.Start(providerserver.Options{Token: "s3cret", Capacity: map[string]string{"nvidia.com/gpu": "16"}})
+	defer srv.Close()
+	ctx := context.Background()
+
+	wrong := newClient(t, srv, "tok-XYZ789")
+	if err := wrong.Health(ctx); err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "XYZ789") {
+		t.Errorf("wrong token: %v, want an HTTP 401 error that does not echo the token", err)
+	}
+
+	c := newClient(t, srv, "s3cret")
+	srv.SetHealthy(false)
+	if err := c.Health(ctx); err == nil || !strings.Contains(err.Error(), "maintenance") {
+		t.Errorf("unhealthy provider: %v, want its message", err)
+	}
+	srv.SetHealthy(true)
+
+	bad := pod("llm-1", "b")
+	bad.Spec.Containers[0].Image = ""
+	if err := c.Create(ctx, provider.IDFor(bad.UID), bad); !errors.Is(err, provider.ErrUnsupported) {
+		t.Errorf("422: %v, want ErrUnsupported", err)
+	}
+
+	withVolume := pod("llm-2", "c")
+	withVolume.Spec.Volumes = []v1.Volume{{Name: "weights", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "w"}}}}
+	err := c.Create(ctx, provider.IDFor(withVolume.UID), withVolume)
+	if !errors.Is(err, provider.ErrUnsupported) || !strings.Contains(err.Error(), "spec.volumes[0] (weights)") {
+		t.Errorf("PVC volume: %v, want ErrUnsupported naming spec.volumes[0] (weights)", err)
+	}
+	secretEnv := pod("llm-3", "d")
+	secretEnv.Spec.Containers[0].Env = append(secretEnv.Spec.Containers[0].Env, v1.EnvVar{Name: "KEY", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}})
+	if err := c.Create(ctx, provider.IDFor(secretEnv.UID), secretEnv); !errors.Is(err, provider.ErrUnsupported) || !strings.Contains(err.Error(), "env KEY") {
+		t.Errorf("secret env: %v, want ErrUnsupported naming env KEY", err)
+	}
+
+	if _, err := httpprovider.New(httpprovider.Options{URL: "ftp://x"}); err == nil {
+		t.Error("ftp URL accepted")
+	}
+}
+
+// TestOpenAPIDocument keeps docs/overflow-http-provider.yaml and the Go
+// contract in step: the same operations, and every JSON field the client
+// sends or reads is in the document's schema.
+func TestOpenAPIDocument(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "docs", "overflow-http-provider.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for path, methods := range doc.Paths {
+		for m := range methods {
+			if m != "parameters" {
+				ops = append(ops, strings.ToUpper(m)+" "+path)
+			}
+		}
+	}
+	sort.Strings(ops)
+	want := []string{"DELETE /v1/workloads/{id}", "GET /v1/capacity", "GET /v1/health", "GET /v1/workloads", "GET /v1/workloads/{id}", "PUT /v1/workloads/{id}"}
+	if diff := cmp.Diff(want, ops); diff != "" {
+		t.Errorf("operations (-client,+document):\n%s", diff)
+	}
+	for schema, typ := range map[string]reflect.Type{
+		"CreateRequest": reflect.TypeFor[httpprovider.CreateRequest](),
+		"Container":     reflect.TypeFor[httpprovider.Container](),
+		"Workload":      reflect.TypeFor[provider.Workload](),
+		"PodRef":        reflect.TypeFor[provider.PodRef](),
+		"Health":        reflect.TypeFor[httpprovider.Health](),
+		"Capacity":      reflect.TypeFor[httpprovider.Capacity](),
+		"WorkloadList":  reflect.TypeFor[httpprovider.WorkloadList](),
+		"Error":         reflect.TypeFor[httpprovider.Error](),
+	} {
+		props := doc.Components.Schemas[schema].Properties
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if _, ok := props[name]; !ok {
+				t.Errorf("schema %s has no property %q (Go field %s.%s)", schema, name, typ.Name(), typ.Field(i).Name)
+			}
+		}
+	}
+}

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package kube
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
+)
+
+func homePod() *v1.Pod {
+	gpu := v1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "serve", Name: "llm-7f9", UID: "0b7e", Labels: map[string]string{"app": "llm"}},
+		Spec: v1.PodSpec{
+			NodeName: "sluice-overflow", PriorityClassName: "production", SchedulerName: "sluice-production",
+			Tolerations: []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}},
+			Volumes: []v1.Volume{
+				{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+				{Name: "kube-api-access-x", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}},
+			},
+			Containers: []v1.Container{{
+				Name: "server", Image: "vllm:v0.11",
+				Env: []v1.EnvVar{{Name: "POD", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "APP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}}},
+				VolumeMounts: []v1.VolumeMount{{Name: "cache", MountPath: "/cache"}, {Name: "kube-api-access-x", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}},
+				Resources:    v1.ResourceRequirements{Requests: gpu, Limits: gpu},
+			}},
+		},
+	}
+}
+
+func TestRemotePod(t *testing.T) {
+	remote, err := RemotePod("sluice-0b7e", "sluice-overflow", "burst", homePod())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if remote.Name != "sluice-0b7e" || remote.Namespace != "burst" {
+		t.Errorf("remote pod %s/%s, want burst/sluice-0b7e", remote.Namespace, remote.Name)
+	}
+	wantLabels := map[string]string{"app": "llm", LabelManagedBy: ManagedBy, LabelNode: "sluice-overflow", LabelPodUID: "0b7e"}
+	if diff := cmp.Diff(wantLabels, remote.Labels); diff != "" {
+		t.Errorf("labels (-want,+got):\n%s", diff)
+	}
+	spec := remote.Spec
+	if spec.NodeName != "" || spec.PriorityClassName != "" || spec.SchedulerName != "" || len(spec.Tolerations) != 0 {
+		t.Errorf("home-only fields carried over: %+v", spec)
+	}
+	if len(spec.Volumes) != 1 || spec.Volumes[0].Name != "cache" {
+		t.Errorf("volumes = %+v, want only the emptyDir", spec.Volumes)
+	}
+	c := spec.Containers[0]
+	wantEnv := []v1.EnvVar{{Name: "POD", Value: "llm-7f9"}, {Name: "APP", Value: "llm"}}
+	if diff := cmp.Diff(wantEnv, c.Env); diff != "" {
+		t.Errorf("env (-want,+got):\n%s", diff)
+	}
+	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].Name != "cache" {
+		t.Errorf("mounts = %+v, want only /cache", c.VolumeMounts)
+	}
+	w := workloadOf(remote)
+	if w.Pod != (provider.PodRef{Namespace: "serve", Name: "llm-7f9", UID: "0b7e"}) || w.Node != "sluice-overflow" {
+		t.Errorf("workload read back = %+v", w)
+	}
+
+	withSecret := homePod()
+	withSecret.Spec.Volumes = append(withSecret.Spec.Volumes, v1.Volume{Name: "creds", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}})
+	if _, err := RemotePod("sluice-0b7e", "n", "burst", withSecret); !errors.Is(err, provider.ErrUnsupported) || !strings.Contains(err.Error(), "spec.volumes[2] (creds)") {
+		t.Errorf("secret volume: %v, want ErrUnsupported naming spec.volumes[2] (creds)", err)
+	}
+}
+
+func TestListAndCapacity(t *testing.T) {
+	ready := []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	alloc := v1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}
+	client := fake.NewClientset(
+		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: v1.NodeStatus{Allocatable: alloc, Conditions: ready}},
+		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Status: v1.NodeStatus{Allocatable: alloc, Conditions: ready}},
+		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cordoned"}, Spec: v1.NodeSpec{Unschedulable: true}, Status: v1.NodeStatus{Allocatable: alloc, Conditions: ready}},
+		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "notready"}, Status: v1.NodeStatus{Allocatable: alloc}},
+	)
+	p := New(client, "burst", "sluice-overflow")
+	other := New(client, "burst", "another-overflow")
+	ctx := context.Background()
+	if err := p.Create(ctx, "sluice-0b7e", homePod()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Create(ctx, "sluice-0b7e", homePod()); err != nil {
+		t.Errorf("repeated create: %v", err)
+	}
+	list, err := p.List(ctx)
+	if err != nil || len(list) != 1 || list[0].ID != "sluice-0b7e" || list[0].Phase != provider.Pending {
+		t.Errorf("List = %+v, %v", list, err)
+	}
+	if list, _ := other.List(ctx); len(list) != 0 {
+		t.Errorf("another node lists our workload: %+v", list)
+	}
+	if _, err := other.Get(ctx, "sluice-0b7e"); !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("another node gets our workload: %v", err)
+	}
+	capacity, err := p.Capacity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := capacity["nvidia.com/gpu"]; got.Value() != 16 {
+		t.Errorf("capacity = %s GPUs, want 16 (Ready, schedulable nodes only)", got.String())
+	}
+	if err := p.Delete(ctx, "sluice-0b7e"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Delete(ctx, "sluice-0b7e"); err != nil {
+		t.Errorf("repeated delete: %v", err)
+	}
+}

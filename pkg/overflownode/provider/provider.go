@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+// Package provider is the contract between sluice-overflow-node and an
+// external GPU provider. A provider only creates, deletes, gets and lists
+// remote workloads by an id that sluice assigns, and reports its capacity
+// and health; everything else (reconciliation, garbage collection, status
+// translation, dispatch across providers) is written once in
+// pkg/overflow/overflownode.
+//
+// A provider keeps, with every remote workload, the id, the overflow node
+// that created it and the pod's namespace, name and UID. That is all the
+// state there is: a restarted node rebuilds everything from the apiserver
+// and the providers' listings.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Phase is where a remote workload is in its life.
+type Phase string
+
+// The phases, as a pod's.
+const (
+	Pending   Phase = "Pending"
+	Running   Phase = "Running"
+	Succeeded Phase = "Succeeded"
+	Failed    Phase = "Failed"
+)
+
+// Valid reports whether p is one of the phases.
+func (p Phase) Valid() bool {
+	switch p {
+	case Pending, Running, Succeeded, Failed:
+		return true
+	}
+	return false
+}
+
+// PodRef names the home pod a remote workload runs.
+type PodRef struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+}
+
+func (r PodRef) String() string { return r.Namespace + "/" + r.Name }
+
+// Workload is a remote workload as its provider reports it.
+type Workload struct {
+	// ID is the id sluice assigned (IDFor).
+	ID string `json:"id"`
+	// Node is the overflow node that created it.
+	Node string `json:"node"`
+	// Pod is the home pod it runs.
+	Pod PodRef `json:"pod"`
+	// Phase and Ready: Ready means the remote side serves (all its
+	// containers are ready); a pod is Ready at home only then.
+	Phase Phase `json:"phase"`
+	Ready bool  `json:"ready"`
+	// Message says why, in the provider's words, when not Ready.
+	Message string `json:"message,omitempty"`
+	// StartedAt is when the remote workload started running.
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+}
+
+// Provider is one external GPU provider. Every method is called with a
+// deadline and must be safe for concurrent use.
+type Provider interface {
+	// Create starts a remote workload for the pod under id. Creating an id
+	// that exists is not an error (the node may have restarted between
+	// creating it and seeing it listed).
+	Create(ctx context.Context, id string, pod *v1.Pod) error
+	// Delete stops and removes the remote workload; a missing one is not
+	// an error.
+	Delete(ctx context.Context, id string) error
+	// Get returns one remote workload, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, id string) (*Workload, error)
+	// List returns every remote workload this node created.
+	List(ctx context.Context) ([]Workload, error)
+	// Capacity is what the provider can run for this node in total
+	// (running workloads included), e.g. nvidia.com/gpu: 64.
+	Capacity(ctx context.Context) (v1.ResourceList, error)
+	// Health returns nil when the provider takes new workloads.
+	Health(ctx context.Context) error
+}
+
+// ErrNotFound is wrapped by Get for a workload that does not exist.
+var ErrNotFound = errors.New("remote workload not found")
+
+// ErrUnsupported is wrapped by Create for a pod the provider cannot run
+// as written (e.g. a volume type it has no equivalent for); dispatch does
+// not retry such a pod elsewhere without telling the user why.
+var ErrUnsupported = errors.New("not supported by the provider")
+
+// IDPrefix starts every id.
+const IDPrefix = "sluice-"
+
+// IDFor is the id of the remote workload running pod: derived from the
+// pod's UID, so the same pod always maps to the same id (no duplicates
+// after a restart) and a new pod with the same name does not.
+func IDFor(uid types.UID) string { return IDPrefix + string(uid) }
+
+// UIDOf is the pod UID an id was derived from.
+func UIDOf(id string) (types.UID, bool) {
+	if !strings.HasPrefix(id, IDPrefix) || len(id) == len(IDPrefix) {
+		return "", false
+	}
+	return types.UID(strings.TrimPrefix(id, IDPrefix)), true
+}
+
+// Validate checks a workload as a provider reported it; what fails here is
+// a provider bug, reported with the provider's name and left alone.
+func (w *Workload) Validate() error {
+	switch {
+	case w.ID == "":
+		return fmt.Errorf("workload without an id")
+	case w.Pod.Namespace == "" || w.Pod.Name == "" || w.Pod.UID == "":
+		return fmt.Errorf("workload %s: pod namespace, name and uid are required", w.ID)
+	case !w.Phase.Valid():
+		return fmt.Errorf("workload %s: unknown phase %q", w.ID, w.Phase)
+	}
+	if uid, ok := UIDOf(w.ID); !ok || uid != w.Pod.UID {
+		return fmt.Errorf("workload %s: id does not match pod uid %s", w.ID, w.Pod.UID)
+	}
+	return nil
+}

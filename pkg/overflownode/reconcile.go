@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package overflownode
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/sluice-sched/sluice/pkg/metrics"
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
+)
+
+// lostAfter is how many consecutive fresh listings must miss a dispatched
+// pod's workload before the pod is marked Failed: one miss can be a
+// listing that raced the creation.
+const lostAfter = 2
+
+// observation is one provider's answers in one reconcile.
+type observation struct {
+	healthErr error
+	capacity  v1.ResourceList
+	listed    []provider.Workload
+	listErr   error
+}
+
+// Reconcile lists every provider and brings the node, the remote
+// workloads and the pods' statuses in line. It is safe to call at any time.
+func (n *Node) Reconcile(ctx context.Context) {
+	start := n.now()
+	defer func() { metrics.ReconcileDuration.Observe(time.Since(start).Seconds()) }()
+	logger := klog.FromContext(ctx)
+
+	obs := n.observe(ctx)
+	byUID := n.podsByUID()
+
+	n.mu.Lock()
+	fresh := map[*Member]bool{}
+	for i, m := range n.members {
+		o := obs[i]
+		healthy := o.healthErr == nil && o.listErr == nil
+		if healthy != m.healthy || m.since.IsZero() {
+			m.since = start
+			logger.Info("Provider health changed", "provider", m.Config.Name, "healthy", healthy, "err", firstErr(o.healthErr, o.listErr))
+		}
+		m.healthy, m.err = healthy, firstErr(o.healthErr, o.listErr)
+		if o.capacity != nil {
+			m.capacity = applyQuota(o.capacity, m.Config.Quota)
+		}
+		fresh[m] = o.listErr == nil
+		metrics.ProviderHealthy.WithLabelValues(m.Config.Name).Set(boolFloat(healthy))
+	}
+	index, duplicates := n.mergeLocked(obs, fresh, byUID, start)
+	n.workloads = index
+	n.mu.Unlock()
+
+	n.collectGarbage(ctx, index, duplicates, byUID)
+	n.syncPods(ctx, index, fresh, byUID, start)
+	n.syncNode()
+	n.recordWorkloads()
+}
+
+// observe asks every provider, in parallel, for its health, capacity and
+// listing, each call bounded by the request timeout.
+func (n *Node) observe(ctx context.Context) []observation {
+	obs := make([]observation, len(n.members))
+	var wg sync.WaitGroup
+	for i, m := range n.members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			call := func(f func(context.Context) error) error {
+				c, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+				defer cancel()
+				return f(c)
+			}
+			o := &obs[i]
+			o.healthErr = call(func(c context.Context) error { return m.Provider.Health(c) })
+			if o.healthErr != nil {
+				o.listErr = fmt.Errorf("not listed: provider unhealthy")
+				return
+			}
+			o.listErr = call(func(c context.Context) (err error) {
+				o.listed, err = m.Provider.List(c)
+				return err
+			})
+			if err := call(func(c context.Context) (err error) {
+				o.capacity, err = m.Provider.Capacity(c)
+				return err
+			}); err != nil {
+				o.healthErr = fmt.Errorf("capacity: %w", err)
+			}
+		}()
+	}
+	wg.Wait()
+	return obs
+}
+
+// mergeLocked builds the new index: fresh listings replace what a provider
+// listed before; a provider that could not be listed keeps its last known
+// workloads; workloads this process created in the last two intervals are
+// kept even if a listing raced them. A pod listed by two providers keeps
+// the one its RemoteCondition names (else the first in dispatch order);
+// the others are returned as duplicates to delete.
+func (n *Node) mergeLocked(obs []observation, fresh map[*Member]bool, byUID map[types.UID]*v1.Pod, now time.Time) (map[types.UID]*remote, []*remote) {
+	index := map[types.UID]*remote{}
+	var duplicates []*remote
+	add := func(r *remote) {
+		old, ok := index[r.w.Pod.UID]
+		if !ok {
+			index[r.w.Pod.UID] = r
+			return
+		}
+		keep, drop := old, r
+		if pod := byUID[r.w.Pod.UID]; pod != nil && dispatchedTo(pod) == r.member.Config.Name {
+			keep, drop = r, old
+		}
+		index[r.w.Pod.UID] = keep
+		duplicates = append(duplicates, drop)
+	}
+	for i, m := range n.members {
+		if !fresh[m] {
+			for _, r := range n.workloads {
+				if r.member == m {
+					add(r)
+				}
+			}
+			continue
+		}
+		for _, w := range obs[i].listed {
+			if err := w.Validate(); err != nil {
+				klog.Background().Error(err, "Ignoring an invalid workload", "provider", m.Config.Name)
+				continue
+			}
+			if w.Node != "" && w.Node != n.cfg.NodeName {
+				continue
+			}
+			r := &remote{member: m, w: w}
+			if old := n.workloads[w.Pod.UID]; old != nil && old.member == m {
+				r.created = old.created
+			}
+			add(r)
+		}
+	}
+	grace := 2 * n.cfg.ReconcileInterval.Duration
+	for uid, r := range n.workloads {
+		if _, ok := index[uid]; !ok && !r.created.IsZero() && now.Sub(r.created) < grace {
+			index[uid] = r
+		}
+	}
+	return index, duplicates
+}
+
+// collectGarbage deletes remote workloads whose pod is gone or finished,
+// and duplicates. A pod missing from the informer is confirmed with the
+// apiserver first: a workload is never deleted on a stale cache.
+func (n *Node) collectGarbage(ctx context.Context, index map[types.UID]*remote, duplicates []*remote, byUID map[types.UID]*v1.Pod) {
+	logger := klog.FromContext(ctx)
+	var doomed []*remote
+	for uid, r := range index {
+		if pod := byUID[uid]; pod != nil && !terminal(pod) {
+			continue
+		}
+		if n.podAlive(ctx, r.w.Pod) {
+			continue
+		}
+		doomed = append(doomed, r)
+	}
+	for _, r := range append(doomed, duplicates...) {
+		c, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		err := r.member.Provider.Delete(c, r.w.ID)
+		cancel()
+		if err != nil {
+			logger.Error(err, "Garbage collection failed; retried next reconcile", "provider", r.member.Config.Name, "id", r.w.ID)
+			continue
+		}
+		metrics.GarbageCollected.WithLabelValues(r.member.Config.Name).Inc()
+		logger.Info("Garbage-collected a remote workload", "provider", r.member.Config.Name, "id", r.w.ID, "pod", r.w.Pod.String())
+		n.mu.Lock()
+		if cur := n.workloads[r.w.Pod.UID]; cur == r {
+			delete(n.workloads, r.w.Pod.UID)
+		}
+		n.mu.Unlock()
+	}
+}
+
+// podAlive asks the apiserver whether the pod still exists, with this UID,
+// on this node, and is not finished. Errors count as alive.
+func (n *Node) podAlive(ctx context.Context, ref provider.PodRef) bool {
+	pod, err := n.client.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	return pod.UID == ref.UID && pod.Spec.NodeName == n.cfg.NodeName && !terminal(pod)
+}
+
+// syncPods translates remote state into every pod's status and fails the
+// pods whose workload failed, vanished, or sits at a provider that has
+// been down longer than providerFailureTimeout.
+func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh map[*Member]bool, byUID map[types.UID]*v1.Pod, now time.Time) {
+	timeout := n.cfg.ProviderFailureTimeout.Duration
+	for uid, pod := range byUID {
+		if terminal(pod) || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if r := index[uid]; r != nil {
+			n.clearLost(uid)
+			n.mu.Lock()
+			down, since := !r.member.healthy, r.member.since
+			n.mu.Unlock()
+			if down && now.Sub(since) >= timeout {
+				n.fail(pod, ReasonProviderUnavailable, fmt.Sprintf("provider %s has been unavailable for %s", r.member.Config.Name, now.Sub(since).Round(time.Second)))
+				continue
+			}
+			n.sendStatus(pod, n.statusFor(pod, r))
+			continue
+		}
+		name := dispatchedTo(pod)
+		if name == "" {
+			continue // not dispatched yet; the pod controller retries
+		}
+		m := n.member(name)
+		if m == nil {
+			n.fail(pod, ReasonProviderRemoved, fmt.Sprintf("provider %s is no longer configured", name))
+			continue
+		}
+		n.mu.Lock()
+		down, since := !m.healthy, m.since
+		n.mu.Unlock()
+		switch {
+		case down && now.Sub(since) >= timeout:
+			n.fail(pod, ReasonProviderUnavailable, fmt.Sprintf("provider %s has been unavailable for %s", name, now.Sub(since).Round(time.Second)))
+		case fresh[m] && n.strike(uid) >= lostAfter:
+			n.fail(pod, ReasonRemoteLost, fmt.Sprintf("remote workload %s vanished from provider %s", provider.IDFor(uid), name))
+		}
+	}
+	n.mu.Lock()
+	for uid := range n.lost {
+		if _, ok := byUID[uid]; !ok {
+			delete(n.lost, uid)
+		}
+	}
+	n.mu.Unlock()
+	klog.FromContext(ctx).V(4).Info("Pods synced", "pods", len(byUID), "workloads", len(index))
+}
+
+func (n *Node) strike(uid types.UID) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.lost[uid]++
+	return n.lost[uid]
+}
+
+func (n *Node) clearLost(uid types.UID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.lost, uid)
+}
+
+// syncNode sends the node's status when its capacity or conditions change.
+func (n *Node) syncNode() {
+	n.mu.Lock()
+	status := n.nodeStatusLocked(n.lastNode)
+	cb := n.notifyNode
+	changed := nodeStatusChanged(n.lastNode, &status)
+	if cb != nil && changed {
+		n.lastNode = &status
+	}
+	n.mu.Unlock()
+	if cb == nil || !changed {
+		return
+	}
+	node := n.NodeObject()
+	node.Status = status
+	klog.Background().V(2).Info("Node status changed", "node", node.Name, "allocatable", status.Allocatable, "ready", status.Conditions[0].Status, "message", status.Conditions[0].Message)
+	cb(node)
+}
+
+// recordWorkloads exports the remote workloads by provider and state.
+func (n *Node) recordWorkloads() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	counts := map[string]map[string]int{}
+	for _, m := range n.members {
+		counts[m.Config.Name] = map[string]int{"pending": 0, "running": 0, "ready": 0, "succeeded": 0, "failed": 0}
+	}
+	for _, r := range n.workloads {
+		state := strings.ToLower(string(r.w.Phase))
+		if r.w.Phase == provider.Running && r.w.Ready {
+			state = "ready"
+		}
+		counts[r.member.Config.Name][state]++
+	}
+	for name, byState := range counts {
+		for state, c := range byState {
+			metrics.RemoteWorkloads.WithLabelValues(name, state).Set(float64(c))
+		}
+	}
+}
+
+// applyQuota caps each reported resource at its quota; a quota on a
+// resource the provider does not report is the capacity.
+func applyQuota(reported, quota v1.ResourceList) v1.ResourceList {
+	out := reported.DeepCopy()
+	for name, q := range quota {
+		if r, ok := out[name]; !ok || r.Cmp(q) > 0 {
+			out[name] = q.DeepCopy()
+		}
+	}
+	for name, q := range out {
+		if q.Sign() < 0 {
+			out[name] = resource.Quantity{}
+		}
+	}
+	return out
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package overflownode
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	logklog "github.com/virtual-kubelet/virtual-kubelet/log/klogv2"
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/sluice-sched/sluice/pkg/metrics"
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider/httpprovider"
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider/kube"
+)
+
+// leaseSeconds is the node lease's duration.
+const leaseSeconds = 40
+
+// podWorkers is how many pods virtual-kubelet syncs in parallel.
+const podWorkers = 10
+
+// Providers builds the configured providers. Errors name the provider's
+// field path.
+func Providers(cfg *Config) ([]*Member, error) {
+	out := make([]*Member, 0, len(cfg.Providers))
+	for i, pc := range cfg.Providers {
+		var p provider.Provider
+		var err error
+		switch pc.Type {
+		case TypeKubernetes:
+			p, err = kube.FromKubeconfig(pc.Kubernetes.Kubeconfig, pc.Kubernetes.Namespace, cfg.NodeName)
+		case TypeHTTP:
+			p, err = httpprovider.New(httpprovider.Options{URL: pc.HTTP.URL, TokenFile: pc.HTTP.TokenFile, CAFile: pc.HTTP.CAFile, Node: cfg.NodeName})
+		default:
+			err = fmt.Errorf("unknown type %q", pc.Type)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("providers[%d] (%s): %w", i, pc.Name, err)
+		}
+		out = append(out, &Member{Config: pc, Provider: p})
+	}
+	return out, nil
+}
+
+// Running is a started overflow node.
+type Running struct {
+	*Node
+	done chan struct{}
+}
+
+// Done is closed when the node has stopped.
+func (r *Running) Done() <-chan struct{} { return r.done }
+
+// Start registers the node and runs it until ctx ends: virtual-kubelet's
+// node controller (registration, status, lease) and pod controller
+// (create/delete at the providers), and the reconcile loop. It returns
+// once the node is registered and its first reconcile is done.
+func Start(ctx context.Context, client kubernetes.Interface, cfg *Config, members []*Member) (*Running, error) {
+	logger := klog.FromContext(ctx).WithValues("node", cfg.NodeName)
+	ctx = klog.NewContext(ctx, logger)
+	log.L = logklog.New(nil)
+	metrics.RegisterOverflowNode()
+
+	podInformers := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
+	}))
+	pods := podInformers.Core().V1().Pods()
+	// virtual-kubelet wants ConfigMap, Secret and Service informers for
+	// downward-API resolution, which is off (the providers resolve what
+	// they can carry): they are never started, so the node needs no
+	// cluster-wide read access to Secrets.
+	unused := informers.NewSharedInformerFactory(client, 0)
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: KubeletString, Host: cfg.NodeName})
+
+	n := New(cfg, members, client, pods.Lister(), recorder)
+	pc, err := node.NewPodController(node.PodControllerConfig{
+		PodClient:                 client.CoreV1(),
+		PodInformer:               pods,
+		EventRecorder:             recorder,
+		Provider:                  n,
+		ConfigMapInformer:         unused.Core().V1().ConfigMaps(),
+		SecretInformer:            unused.Core().V1().Secrets(),
+		ServiceInformer:           unused.Core().V1().Services(),
+		SkipDownwardAPIResolution: true,
+	})
+	if err != nil {
+		broadcaster.Shutdown()
+		return nil, fmt.Errorf("pod controller: %w", err)
+	}
+	nc, err := node.NewNodeController(n, n.NodeObject(), client.CoreV1().Nodes(),
+		node.WithNodeEnableLeaseV1(client.CoordinationV1().Leases(v1.NamespaceNodeLease), leaseSeconds),
+		node.WithNodeStatusUpdateInterval(time.Minute))
+	if err != nil {
+		broadcaster.Shutdown()
+		return nil, fmt.Errorf("node controller: %w", err)
+	}
+
+	podInformers.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced) {
+		broadcaster.Shutdown()
+		return nil, fmt.Errorf("pod informer did not sync: %w", ctx.Err())
+	}
+	// The first reconcile fills the index from the providers' listings
+	// before the pod controller compares them with the apiserver.
+	n.Reconcile(ctx)
+
+	r := &Running{Node: n, done: make(chan struct{})}
+	nodeDone := make(chan struct{})
+	go func() {
+		defer close(nodeDone)
+		if err := nc.Run(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Node controller stopped")
+		}
+	}()
+	select {
+	case <-nc.Ready():
+	case <-nodeDone:
+		broadcaster.Shutdown()
+		return nil, fmt.Errorf("registering node %s failed: %v", cfg.NodeName, nc.Err())
+	case <-ctx.Done():
+		broadcaster.Shutdown()
+		return nil, ctx.Err()
+	}
+	podDone := make(chan struct{})
+	go func() {
+		defer close(podDone)
+		if err := pc.Run(ctx, podWorkers); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Pod controller stopped")
+		}
+	}()
+	go func() {
+		defer close(r.done)
+		wait.UntilWithContext(ctx, n.Reconcile, cfg.ReconcileInterval.Duration)
+		<-nodeDone
+		<-podDone
+		broadcaster.Shutdown()
+	}()
+	// The node status callback exists now: publish the current status.
+	n.mu.Lock()
+	n.lastNode = nil
+	n.mu.Unlock()
+	n.syncNode()
+	logger.Info("Overflow node running", "providers", len(members))
+	return r, nil
+}

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package registry
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+
+	"github.com/sluice-sched/sluice/pkg/apis/config"
+	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
+	"github.com/sluice-sched/sluice/pkg/capacity"
+	"github.com/sluice-sched/sluice/pkg/claims"
+	"github.com/sluice-sched/sluice/pkg/fabric"
+	"github.com/sluice-sched/sluice/pkg/gang"
+	"github.com/sluice-sched/sluice/pkg/metrics"
+	"github.com/sluice-sched/sluice/pkg/overflow"
+	"github.com/sluice-sched/sluice/pkg/returns"
+	"github.com/sluice-sched/sluice/pkg/slurm"
+)
+
+// claimStepInterval is how often the claim engine advances its claims.
+const claimStepInterval = 250 * time.Millisecond
+
+// Runtime is one scheduler's sluice: the facts its configuration states
+// once (fabric, classes and overflow nodes, Slurm, claims, return) and the
+// pieces built from them that every plugin shares (the fabric tracker, the
+// Slurm view, gangs of both APIs, the claim engine, the return
+// controller). Plugin factories hand it the facts their args state; it
+// refuses two different statements of one fact, naming both places.
+//
+// kube-scheduler builds every plugin of every profile before it asks any
+// plugin for its events, and plugins Seal the runtime there: by then every
+// stated fact is known, facts nobody stated take their defaults, and the
+// shared pieces are built once. A seal that fails (an unreadable
+// topology.conf, say) fails the scheduler's start-up. (kube-scheduler asks
+// only plugins that can reject pods for their events; the others seal on
+// first use, which finds the runtime sealed already.)
+type Runtime struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	handle fwk.Handle
+	stated stated
+	sealed bool
+	err    error
+
+	// Built by Seal.
+	fabricCfg config.FabricConfig
+	tracker   *fabric.Tracker
+	classes   *overflow.Classes
+	slurmView *slurm.View
+	gangs     *gang.Gangs
+	claimsCfg config.ClaimsConfig
+	returnCfg config.ReturnConfig
+
+	// claimsHandle is the handle of the plugin that runs claims
+	// (OverflowPreemption): the claim engine and the return controller
+	// use its clients and record Events as its profile.
+	claimsHandle fwk.Handle
+	engine       *claims.Engine
+
+	// Built on first use, with the handle of the plugin that asked (its
+	// profile records the Events).
+	reporter *gang.Reporter
+}
+
+// stated is every fact stated so far, with where.
+type stated struct {
+	fabric   statement[config.FabricConfig]
+	overflow statement[config.OverflowConfig]
+	slurm    statement[config.SlurmConfig]
+	claims   statement[config.ClaimsConfig]
+	ret      statement[config.ReturnConfig]
+}
+
+type statement[T any] struct {
+	path  *field.Path
+	value *T
+}
+
+// state records a statement of a fact, or refuses it when the fact was
+// stated differently before.
+func state[T any](s *statement[T], what string, path *field.Path, value *T) error {
+	if value == nil {
+		return nil
+	}
+	if s.value == nil {
+		s.path, s.value = path, value
+		return nil
+	}
+	if apiequality.Semantic.DeepEqual(s.value, value) {
+		return nil
+	}
+	return field.Invalid(path, "(differs)", fmt.Sprintf("states %s differently from %s; state it once, every plugin reads it from there", what, s.path))
+}
+
+// New returns an empty runtime; its plugins (Registry, Options) fill it.
+func New() *Runtime { return &Runtime{} }
+
+// Declare is called by every plugin factory: it attaches the scheduler (its
+// context and a framework handle, for informers and clients) and records
+// the facts the plugin's args state, at path (the args' field path).
+func (rt *Runtime) Declare(ctx context.Context, h fwk.Handle, path *field.Path, f config.Facts) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.sealed {
+		return fmt.Errorf("%s: the sluice runtime was sealed before this plugin was built", path)
+	}
+	if rt.handle == nil {
+		rt.ctx, rt.handle = ctx, h
+	}
+	for _, err := range []error{
+		state(&rt.stated.fabric, "the fabric", path.Child("fabric"), f.Fabric),
+		state(&rt.stated.overflow, "the classes and overflow nodes", path.Child("overflow"), f.Overflow),
+		state(&rt.stated.slurm, "the Slurm connection", path.Child("slurm"), f.Slurm),
+		state(&rt.stated.claims, "the claim engine", path.Child("claims"), f.Claims),
+		state(&rt.stated.ret, "the return controller", path.Child("return"), f.Return),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RunClaims asks for the claim engine and the return controller, started
+// when the runtime is sealed, with h's clients and Event recorder
+// (OverflowPreemption's factory asks). The first caller's handle is used.
+func (rt *Runtime) RunClaims(h fwk.Handle) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.claimsHandle == nil {
+		rt.claimsHandle = h
+	}
+}
+
+// Seal builds the shared pieces from the facts stated (and the defaults of
+// the others), once; later calls return the first call's result.
+func (rt *Runtime) Seal() error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.sealed {
+		return rt.err
+	}
+	rt.sealed = true
+	rt.err = rt.build()
+	return rt.err
+}
+
+func (rt *Runtime) build() error {
+	if rt.handle == nil {
+		return fmt.Errorf("the sluice runtime has no scheduler: no plugin declared itself")
+	}
+	metrics.Register()
+	ctx, h := rt.ctx, rt.handle
+	rt.fabricCfg = orDefault(rt.stated.fabric.value, defaultFabric)
+	overflowCfg := orDefault(rt.stated.overflow.value, defaultOverflow)
+	slurmCfg := orDefault(rt.stated.slurm.value, defaultSlurm)
+	rt.claimsCfg = orDefault(rt.stated.claims.value, defaultClaims)
+	rt.returnCfg = orDefault(rt.stated.ret.value, defaultReturn)
+
+	source, err := fabricSource(&rt.fabricCfg, slurmCfg.NodeNameLabel)
+	if err != nil {
+		return fmt.Errorf("%s: %w", orPath(rt.stated.fabric.path, "fabric"), err)
+	}
+	informers := h.SharedInformerFactory()
+	if rt.tracker, err = fabric.NewTracker(source, informers.Core().V1().Nodes().Informer()); err != nil {
+		return err
+	}
+	if rt.classes, err = overflow.ClassesFrom(&overflowCfg); err != nil {
+		return fmt.Errorf("%s: %w", orPath(rt.stated.overflow.path, "overflow"), err)
+	}
+	if slurmCfg.Endpoint != "" {
+		if rt.slurmView, err = startSlurm(ctx, &slurmCfg, v1.ResourceName(rt.fabricCfg.GPUResourceName)); err != nil {
+			return fmt.Errorf("%s: %w", rt.stated.slurm.path.Child("endpoint"), err)
+		}
+	}
+	labels, err := gang.NewPodGroups(ctx, h.ClientSet(), h.KubeConfig())
+	if err != nil {
+		return err
+	}
+	// Native PodGroups are read only where kube-scheduler watches them
+	// itself: an apiserver without the API would never let the informer
+	// sync.
+	var native schedulinglisters.PodGroupLister
+	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
+		native = informers.Scheduling().V1beta1().PodGroups().Lister()
+	}
+	members, err := gang.NewMemberIndex(informers.Core().V1().Pods().Informer())
+	if err != nil {
+		return err
+	}
+	rt.gangs = gang.NewGangs(labels, native, members, &rt.fabricCfg)
+	if rt.claimsHandle != nil {
+		rt.startClaims(rt.claimsHandle)
+	}
+	return nil
+}
+
+// orPath names where a fact was stated, or its defaults.
+func orPath(p *field.Path, fact string) string {
+	if p == nil {
+		return "the default " + fact
+	}
+	return p.String()
+}
+
+func orDefault[T any](stated *T, def func() T) T {
+	if stated != nil {
+		return *stated
+	}
+	return def()
+}
+
+func fabricSource(cfg *config.FabricConfig, slurmNameLabel string) (fabric.Source, error) {
+	levels := make([]string, len(cfg.Levels))
+	keys := make([]string, len(cfg.Levels))
+	for i, l := range cfg.Levels {
+		levels[i], keys[i] = l.Name, l.NodeLabel
+	}
+	switch cfg.Source {
+	case config.FabricSourceNodeLabels:
+		return fabric.NewLabelSource(levels, keys)
+	case config.FabricSourceSlurmTopology:
+		return slurm.NewTopologySource(cfg.SlurmTopologyFile, slurmNameLabel, levels)
+	}
+	return nil, fmt.Errorf("fabric source %q is not supported", cfg.Source)
+}
+
+func startSlurm(ctx context.Context, cfg *config.SlurmConfig, gpu v1.ResourceName) (*slurm.View, error) {
+	client, err := slurm.NewClient(slurm.ClientConfig{
+		Endpoint: cfg.Endpoint, APIVersion: cfg.APIVersion, User: cfg.User, TokenFile: cfg.TokenFile,
+		CAFile: cfg.CAFile, ServerName: cfg.ServerName, InsecureSkipVerify: cfg.InsecureSkipTLSVerify,
+		Timeout: time.Duration(cfg.RequestTimeoutSeconds) * time.Second,
+	})
+	if err != nil {
+		return nil, err
+	}
+	interval := time.Duration(cfg.PollIntervalSeconds) * time.Second
+	cache := slurm.NewCache(client, slurm.CacheConfig{Interval: interval})
+	view := slurm.NewView(cache, slurm.ViewConfig{
+		MaxAge:           time.Duration(cfg.MaxStalenessSeconds) * time.Second,
+		FailOpen:         cfg.FailureMode == config.SlurmFailOpen,
+		UnhealthyStates:  cfg.UnhealthyStates,
+		NodeNameLabel:    cfg.NodeNameLabel,
+		SharedNodeLabel:  cfg.SharedNodeLabel,
+		ManagedNodeLabel: cfg.ManagedNodeLabel,
+		GRESName:         cfg.GRESName,
+		GPUResource:      gpu,
+	})
+	cache.Start(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("endpoint", cfg.Endpoint)), interval)
+	return view, nil
+}
+
+// sealedField reads a field set by Seal; before a successful seal it is
+// the zero value.
+func sealedField[T any](rt *Runtime, f func() T) T {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return f()
+}
+
+// Fabric is the fabric's configuration and its tree tracker.
+func (rt *Runtime) Fabric() (*fabric.Tracker, *config.FabricConfig) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.tracker, &rt.fabricCfg
+}
+
+// Classes tells research from production and overflow nodes from
+// physical ones.
+func (rt *Runtime) Classes() *overflow.Classes {
+	return sealedField(rt, func() *overflow.Classes { return rt.classes })
+}
+
+// Slurm is the Slurm view, nil when Slurm is off.
+func (rt *Runtime) Slurm() *slurm.View {
+	return sealedField(rt, func() *slurm.View { return rt.slurmView })
+}
+
+// External is the Slurm view as what Kubernetes does not see about nodes,
+// or nil when Slurm is off (a nil interface, not a nil *slurm.View).
+func (rt *Runtime) External() capacity.External {
+	if v := rt.Slurm(); v != nil {
+		return v
+	}
+	return nil
+}
+
+// Gangs reads gangs of both APIs.
+func (rt *Runtime) Gangs() *gang.Gangs {
+	return sealedField(rt, func() *gang.Gangs { return rt.gangs })
+}
+
+// Reporter writes PodGroup conditions and records gang Events (with the
+// recorder of the first plugin that asks).
+func (rt *Runtime) Reporter(h fwk.Handle) (*gang.Reporter, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.reporter == nil {
+		r, err := gang.NewReporter(rt.ctx, h.ClientSet(), h.KubeConfig(), h.EventRecorder())
+		if err != nil {
+			return nil, err
+		}
+		rt.reporter = r
+	}
+	return rt.reporter, nil
+}
+
+// Claims is the claim engine (nil unless a plugin asked for it with
+// RunClaims before the runtime was sealed).
+func (rt *Runtime) Claims() *claims.Engine {
+	return sealedField(rt, func() *claims.Engine { return rt.engine })
+}
+
+// startClaims starts the claim engine and, when enabled, the return
+// controller (under rt.mu, while sealing).
+func (rt *Runtime) startClaims(h fwk.Handle) {
+	ctx, informers := rt.ctx, h.SharedInformerFactory()
+	rt.engine = claims.NewEngine(claims.Config{
+		Waves:    overflow.NewWaves(h.ClientSet(), informers, h.EventRecorder(), overflow.MovePreemption),
+		Pods:     informers.Core().V1().Pods().Lister(),
+		Recorder: h.EventRecorder(),
+		Timeout:  time.Duration(rt.claimsCfg.WaveTimeoutSeconds) * time.Second,
+		Activate: func(ctx context.Context, pods []*v1.Pod) {
+			byName := make(map[string]*v1.Pod, len(pods))
+			for _, p := range pods {
+				byName[p.Namespace+"/"+p.Name] = p
+			}
+			h.Activate(klog.FromContext(ctx), byName)
+		},
+	})
+	go rt.engine.Run(ctx, claimStepInterval)
+	if !rt.returnCfg.Enabled {
+		return
+	}
+	var external capacity.External
+	if rt.slurmView != nil {
+		external = rt.slurmView
+	}
+	rc := returns.New(returns.Config{
+		Return: &rt.returnCfg, Classes: rt.classes, Client: h.ClientSet(), Informers: informers,
+		Waves:  overflow.NewWaves(h.ClientSet(), informers, h.EventRecorder(), overflow.MoveReturn),
+		Claims: rt.engine, External: external,
+	})
+	go rc.Run(ctx)
+}
+
+// Defaults of facts nobody states: the v1 defaults, converted.
+
+func defaultFabric() config.FabricConfig {
+	var in configv1.FabricConfig
+	configv1.SetDefaults_FabricConfig(&in)
+	var out config.FabricConfig
+	_ = configv1.Convert_v1_FabricConfig_To_config_FabricConfig(&in, &out, nil)
+	return out
+}
+
+func defaultOverflow() config.OverflowConfig {
+	var in configv1.OverflowConfig
+	configv1.SetDefaults_OverflowConfig(&in)
+	var out config.OverflowConfig
+	_ = configv1.Convert_v1_OverflowConfig_To_config_OverflowConfig(&in, &out, nil)
+	return out
+}
+
+func defaultSlurm() config.SlurmConfig {
+	var in configv1.SlurmConfig
+	configv1.SetDefaults_SlurmConfig(&in)
+	var out config.SlurmConfig
+	_ = configv1.Convert_v1_SlurmConfig_To_config_SlurmConfig(&in, &out, nil)
+	return out
+}
+
+func defaultClaims() config.ClaimsConfig {
+	var in configv1.ClaimsConfig
+	configv1.SetDefaults_ClaimsConfig(&in)
+	var out config.ClaimsConfig
+	_ = configv1.Convert_v1_ClaimsConfig_To_config_ClaimsConfig(&in, &out, nil)
+	return out
+}
+
+func defaultReturn() config.ReturnConfig {
+	var in configv1.ReturnConfig
+	configv1.SetDefaults_ReturnConfig(&in)
+	var out config.ReturnConfig
+	_ = configv1.Convert_v1_ReturnConfig_To_config_ReturnConfig(&in, &out, nil)
+	return out
+}
