@@ -30,7 +30,7 @@ STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/)
 INTEGRATION_PKGS = $(shell $(GO) list ./test/integration/...)
 
-.PHONY: all build tools demo demo-smoke test unit fuzz integration binary smoke bench bench-smoke sim sim-smoke verify codegen image clean
+.PHONY: all build tools demo demo-smoke test unit fuzz integration soak binary smoke bench bench-smoke sim sim-smoke verify codegen image clean
 
 all: build
 
@@ -77,6 +77,13 @@ unit:
 
 integration:
 	$(WITH_SLURM) $(GO) test -count=1 -timeout 40m $(INTEGRATION_PKGS)
+
+## soak: claim/return cycles with faults injected (leader killed, overflow
+## node NotReady, disruption controller down, a Deployment scaled mid-claim)
+## against two real sluice-scheduler processes; `make test` runs 4 cycles.
+SOAK_CYCLES ?= 20
+soak:
+	SLUICE_SOAK_CYCLES=$(SOAK_CYCLES) $(GO) test -count=1 -timeout 90m -v -run 'TestSoak$$' ./test/integration/overflow/
 
 # Each fuzz target runs briefly; their seed corpora also run in `unit`.
 FUZZTIME ?= 10s

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 header=hack/boilerplate.go.txt
-deepcopy=(./pkg/apis/config ./pkg/apis/config/v1 ./pkg/apis/podgroup/v1alpha1)
+deepcopy=(./pkg/apis/config ./pkg/apis/config/v1 ./pkg/apis/podgroup/v1alpha1 ./pkg/apis/claims/v1alpha1)
 versioned=(./pkg/apis/config/v1)
 
 existing=()

@@ -94,6 +94,10 @@ func up(ctx context.Context, o *Options, say func(string, ...any)) (c *cluster, 
 	if err := localcluster.CreatePriorityClasses(ctx, c.client); err != nil {
 		return c, err
 	}
+	// Research claims live in the apiserver (manifests/crds).
+	if err := localcluster.InstallCRDs(ctx, c.home, filepath.Join(o.Manifests, "crds", "claims.sluice.dev_researchclaims.yaml")); err != nil {
+		return c, err
+	}
 	for _, ns := range []string{namespace, "sluice-system"} {
 		if _, err := c.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return c, err
@@ -104,7 +108,7 @@ func up(ctx context.Context, o *Options, say func(string, ...any)) (c *cluster, 
 	}
 
 	say("starting the ReplicaSet, Deployment and disruption controllers and the node simulators")
-	if err := kcm.Start(ctx, c.home.Config, kcm.Set{Workloads: true, Cleanup: true}); err != nil {
+	if _, err := kcm.Start(ctx, c.home.Config, kcm.Set{Workloads: true, Cleanup: true}); err != nil {
 		return c, err
 	}
 	skipOverflow := labels.SelectorFromSet(labels.Set{overflownode.LabelType: overflownode.TypeValue})

@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/sluice-sched/sluice/internal/invariants"
 )
 
 // Options configure a demo run.
@@ -72,6 +74,7 @@ type demo struct {
 	mu      sync.Mutex // guards view
 	result  result
 	start   time.Time
+	inv     *invariants.Watcher
 }
 
 // Run plays the demo; it stops everything it started before returning,

@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/sluice-sched/sluice/internal/invariants"
 )
 
 // budgets() are the PDBs' maxUnavailable, cycled over the Deployments.
@@ -41,6 +43,9 @@ type result struct {
 	drained        string
 	drainedPods    int
 	steps          []stepResult
+	// violations are what the invariant watcher saw (internal/invariants).
+	violations []string
+	evictions  map[string]int
 }
 
 type deploymentResult struct {
@@ -80,7 +85,22 @@ func (d *demo) story(ctx context.Context) error {
 		for _, dep := range d.result.deployments {
 			d.obs.track(dep.name, dep.replicas)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// From here on every pod, budget and controller change is checked:
+		// no budget broken, no research or controller-less pod evicted, no
+		// production evicted beyond the overflow room, no gang half bound
+		// at rest.
+		inv, err := invariants.Start(ctx, d.cluster.client, invariants.Options{
+			Namespace: namespace, OverflowGPUs: int64(total), IsOverflowNode: func(n string) bool { return n == overflowNode },
+		})
+		if err != nil {
+			return err
+		}
+		inv.Arm()
+		d.inv = inv
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -196,6 +216,22 @@ func (d *demo) story(ctx context.Context) error {
 		if w := d.worst(dep.name); w > dep.allowed {
 			return fmt.Errorf("%s had %d replicas unavailable, its PDB allows %d", dep.name, w, dep.allowed)
 		}
+	}
+	return d.checkInvariants()
+}
+
+// checkInvariants reports what the invariant watcher saw, and fails the
+// demo on any violation.
+func (d *demo) checkInvariants() error {
+	if d.inv == nil {
+		return nil
+	}
+	d.result.violations = append(d.inv.Violations(), d.inv.Gangs(invariants.GangOf)...)
+	d.result.evictions = d.inv.Evictions()
+	d.say("invariants, checked at every event: %d violations; evictions %v; at most %d production GPUs on the overflow node or waiting (room %d)",
+		len(d.result.violations), d.result.evictions, d.inv.PeakOverflowGPUs(), len(d.cluster.nodes)*d.opts.GPUsPerNode)
+	if len(d.result.violations) > 0 {
+		return fmt.Errorf("invariants violated: %s", strings.Join(d.result.violations, "; "))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ package kcm
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -51,30 +52,70 @@ type Set struct {
 // mapper re-read discovery (CRDs installed later become collectable).
 const discoverySyncPeriod = 10 * time.Second
 
+// Running is the controllers Start started.
+type Running struct {
+	mu sync.Mutex
+	// disruption runs the disruption controller until its context ends
+	// (nil without Workloads); stopDisruption ends it.
+	disruption     func(ctx context.Context) func()
+	stopDisruption context.CancelFunc
+	ctx            context.Context
+}
+
+// StopDisruption stops the disruption controller, as when
+// kube-controller-manager is down: PodDisruptionBudget status is no
+// longer kept current (the Eviction API then refuses with 429 once a
+// budget's status is spent or out of date). The returned function starts
+// a fresh one.
+func (r *Running) StopDisruption() (restart func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopDisruption == nil {
+		return func() {}
+	}
+	r.stopDisruption()
+	r.stopDisruption = nil
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.stopDisruption == nil && r.ctx.Err() == nil {
+			r.startDisruption()
+		}
+	}
+}
+
+func (r *Running) startDisruption() {
+	ctx, cancel := context.WithCancel(r.ctx)
+	r.stopDisruption = cancel
+	go r.disruption(ctx)()
+}
+
 // Start runs the chosen controllers until ctx ends. It returns once their
 // informers have synced.
-func Start(ctx context.Context, cfg *rest.Config, set Set) error {
+func Start(ctx context.Context, cfg *rest.Config, set Set) (*Running, error) {
 	client := func(agent string) (kubernetes.Interface, error) {
 		return kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), agent))
 	}
 	informerClient, err := client("kcm-informers")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	factory := informers.NewSharedInformerFactory(informerClient, 12*time.Hour)
+	running := &Running{ctx: ctx}
 	var run []func()
 	if set.Workloads {
-		fns, err := workloads(ctx, cfg, client, factory)
+		fns, disruption, err := workloads(ctx, cfg, client, factory)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		run = append(run, fns...)
+		running.disruption = disruption
 	}
 	var metadataInformers metadatainformer.SharedInformerFactory
 	if set.Cleanup {
 		fns, mi, err := cleanup(ctx, cfg, client, factory)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		metadataInformers = mi
 		run = append(run, fns...)
@@ -82,7 +123,7 @@ func Start(ctx context.Context, cfg *rest.Config, set Set) error {
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			return fmt.Errorf("controller informer for %v did not sync", typ)
+			return nil, fmt.Errorf("controller informer for %v did not sync", typ)
 		}
 	}
 	if metadataInformers != nil {
@@ -91,30 +132,38 @@ func Start(ctx context.Context, cfg *rest.Config, set Set) error {
 	for _, f := range run {
 		go f()
 	}
-	return nil
+	if running.disruption != nil {
+		running.mu.Lock()
+		running.startDisruption()
+		running.mu.Unlock()
+	}
+	return running, nil
 }
 
-func workloads(ctx context.Context, cfg *rest.Config, client func(string) (kubernetes.Interface, error), factory informers.SharedInformerFactory) ([]func(), error) {
+// workloads builds the workload controllers, and a function that builds
+// a disruption controller and returns its run (a stopped one cannot run
+// again: its queue is shut down); it is called under Running.mu.
+func workloads(ctx context.Context, cfg *rest.Config, client func(string) (kubernetes.Interface, error), factory informers.SharedInformerFactory) ([]func(), func(context.Context) func(), error) {
 	rsClient, err := client("replicaset-controller")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rsc := replicaset.NewReplicaSetController(ctx,
 		factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), rsClient, replicaset.BurstReplicas)
 
 	dClient, err := client("deployment-controller")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dc, err := deployment.NewDeploymentController(ctx,
 		factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), dClient)
 	if err != nil {
-		return nil, fmt.Errorf("deployment controller: %w", err)
+		return nil, nil, fmt.Errorf("deployment controller: %w", err)
 	}
 
 	ssClient, err := client("statefulset-controller")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ssc := statefulset.NewStatefulSetController(ctx,
 		factory.Core().V1().Pods(), factory.Apps().V1().StatefulSets(), factory.Core().V1().PersistentVolumeClaims(),
@@ -122,28 +171,40 @@ func workloads(ctx context.Context, cfg *rest.Config, client func(string) (kuber
 
 	pdbClient, err := client("disruption-controller")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(pdbClient.Discovery()))
 	scaleClient, err := scale.NewForConfig(cfg, mapper, dynamic.LegacyAPIPathResolverFunc,
 		scale.NewDiscoveryScaleKindResolver(pdbClient.Discovery()))
 	if err != nil {
-		return nil, fmt.Errorf("scale client: %w", err)
+		return nil, nil, fmt.Errorf("scale client: %w", err)
 	}
-	pdbc := disruption.NewDisruptionController(ctx,
-		factory.Core().V1().Pods(),
-		factory.Policy().V1().PodDisruptionBudgets(),
-		factory.Core().V1().ReplicationControllers(),
-		factory.Apps().V1().ReplicaSets(),
-		factory.Apps().V1().Deployments(),
-		factory.Apps().V1().StatefulSets(),
-		pdbClient, mapper, scaleClient, pdbClient.Discovery())
+	newDisruption := func(ctx context.Context) *disruption.DisruptionController {
+		return disruption.NewDisruptionController(ctx,
+			factory.Core().V1().Pods(),
+			factory.Policy().V1().PodDisruptionBudgets(),
+			factory.Core().V1().ReplicationControllers(),
+			factory.Apps().V1().ReplicaSets(),
+			factory.Apps().V1().Deployments(),
+			factory.Apps().V1().StatefulSets(),
+			pdbClient, mapper, scaleClient, pdbClient.Discovery())
+	}
+	// The first one is built now, so its informers start with the others.
+	first := newDisruption(ctx)
+	var built bool
+	disruptionRun := func(ctx context.Context) func() {
+		dc := first
+		if built {
+			dc = newDisruption(ctx)
+		}
+		built = true
+		return func() { dc.Run(ctx, 2) }
+	}
 	return []func(){
 		func() { rsc.Run(ctx, 5) },
 		func() { dc.Run(ctx, 5) },
 		func() { ssc.Run(ctx, 2) },
-		func() { pdbc.Run(ctx, 2) },
-	}, nil
+	}, disruptionRun, nil
 }
 
 func cleanup(ctx context.Context, cfg *rest.Config, client func(string) (kubernetes.Interface, error), factory informers.SharedInformerFactory) ([]func(), metadatainformer.SharedInformerFactory, error) {

@@ -68,6 +68,7 @@ func RunScheduler(ctx context.Context, configFile string) (*Scheduler, error) {
 		cancel()
 		return nil, fmt.Errorf("scheduler handlers did not sync: %w", err)
 	}
+	rt.Attach(cc)
 	s := &Scheduler{Runtime: rt, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)

@@ -135,7 +135,12 @@ func (s *Simulator) sync(ctx context.Context, key string) (time.Duration, error)
 		return 0, nil
 	}
 	if pod.DeletionTimestamp != nil {
-		// The kubelet confirms a deletion once the containers are gone.
+		// The kubelet confirms a deletion once the containers are gone:
+		// at once, or, for a pod that asks for it, when its grace period
+		// ends (a server draining its requests).
+		if wait := time.Until(pod.DeletionTimestamp.Time); pod.Annotations[GracefulAnnotation] == "true" && wait > 0 {
+			return wait, nil
+		}
 		err := s.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: ptr.To[int64](0),
 			Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
@@ -172,8 +177,18 @@ func boundAt(pod *v1.Pod) time.Time {
 	return pod.CreationTimestamp.Time
 }
 
+// GracefulAnnotation, set to "true" on a pod, makes the simulator keep it
+// terminating for its whole grace period, as a server that drains its
+// requests does (other pods go at once).
+const GracefulAnnotation = "nodesim.sluice.dev/graceful"
+
+// CrashLoopAnnotation, set to "true" on a pod, makes the simulator run it
+// as a crash-looping container: Running, never Ready.
+const CrashLoopAnnotation = "nodesim.sluice.dev/crash-loop"
+
 func (s *Simulator) markRunning(ctx context.Context, pod *v1.Pod) error {
 	now := metav1.Now()
+	crashing := pod.Annotations[CrashLoopAnnotation] == "true"
 	pod = pod.DeepCopy()
 	pod.Status.Phase = v1.PodRunning
 	pod.Status.StartTime = &now
@@ -182,17 +197,26 @@ func (s *Simulator) markRunning(ctx context.Context, pod *v1.Pod) error {
 	pod.Status.PodIP = "10.1.0.1"
 	pod.Status.PodIPs = []v1.PodIP{{IP: "10.1.0.1"}}
 	for _, t := range []v1.PodConditionType{v1.PodInitialized, v1.PodReadyToStartContainers, v1.ContainersReady, v1.PodReady} {
-		setPodCondition(&pod.Status, v1.PodCondition{Type: t, Status: v1.ConditionTrue, LastTransitionTime: now})
+		status := v1.ConditionTrue
+		if crashing && (t == v1.ContainersReady || t == v1.PodReady) {
+			status = v1.ConditionFalse
+		}
+		setPodCondition(&pod.Status, v1.PodCondition{Type: t, Status: status, LastTransitionTime: now})
 	}
 	pod.Status.ContainerStatuses = nil
 	for _, c := range pod.Spec.Containers {
-		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{
+		cs := v1.ContainerStatus{
 			Name:    c.Name,
 			Image:   c.Image,
 			Ready:   true,
 			Started: ptr.To(true),
 			State:   v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: now}},
-		})
+		}
+		if crashing {
+			cs.Ready, cs.Started, cs.RestartCount = false, ptr.To(false), 5
+			cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+		}
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, cs)
 	}
 	_, err := s.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {

@@ -99,7 +99,7 @@ func NewEnv(ctx context.Context, policy Policy, opts EnvOptions) (env *Env, err 
 		return nil, err
 	}
 	if opts.Controllers {
-		if err := kcm.Start(ctx, cp.Config, kcm.Set{Workloads: true}); err != nil {
+		if _, err := kcm.Start(ctx, cp.Config, kcm.Set{Workloads: true}); err != nil {
 			e.Close()
 			return nil, err
 		}

@@ -188,3 +188,22 @@ func (s Shape) Slots(ni fwk.NodeInfo, held map[v1.ResourceName]int64) int {
 func Free(ni fwk.NodeInfo, resource v1.ResourceName, held int64) int64 {
 	return max(ni.GetAllocatable().GetScalarResources()[resource]-ni.GetRequested().GetScalarResources()[resource]-held, 0)
 }
+
+// ResourcesOf is a resource list as Resources (what a pod requests, say).
+func ResourcesOf(list v1.ResourceList) Resources {
+	r := Resources{Scalar: map[v1.ResourceName]int64{}}
+	for name, q := range list {
+		switch name {
+		case v1.ResourceCPU:
+			r.MilliCPU = q.MilliValue()
+		case v1.ResourceMemory:
+			r.Memory = q.Value()
+		case v1.ResourcePods:
+			r.Pods = q.Value()
+		case v1.ResourceEphemeralStorage:
+		default:
+			r.Scalar[name] = q.Value()
+		}
+	}
+	return r
+}

@@ -3,319 +3,615 @@
 
 // Package claims is the claim engine: it carries out research claims on
 // physical GPUs. A claim, planned by OverflowPreemption when a research pod
-// or gang does not fit, names the production pods to move to the overflow
-// nodes and where the claimants go; the engine evicts the victims in
-// PodDisruptionBudget-safe waves (pkg/overflow.Waves), keeps the claim
-// (and so its nominations and its nodes) until the claimants are bound,
-// and gives it up when it makes no progress for its timeout. One engine
-// runs per scheduler, in its runtime.
+// or gang does not fit, is a ResearchClaim object in the apiserver: the
+// production pods to move to overflow nodes (each counted against one
+// overflow provider), and where the claimants go. The engine, a controller
+// on the replica that holds the controllers' Lease, evicts the victims
+// through the Eviction API, each budget (PodDisruptionBudget, or a default
+// budget for a controller without one) spent and refilled on its own as
+// the victims' own replacements turn Ready on an overflow node; it pauses
+// while an overflow node the claim counts on is NotReady or full; it ends
+// the claim when the claimants are bound or gone, and gives it up when it
+// makes no progress for its timeout. Everything it must not lose is in the
+// claim's status, so a new leader resumes where the old one stopped.
 package claims
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
-	"sync"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
+	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 )
 
-// ReasonGivenUp is the Event reason on claimants of a claim given up.
-const ReasonGivenUp = "ClaimGivenUp"
+// Event reasons, for users to grep.
+const (
+	// ReasonClaiming: on claimants, a claim's progress.
+	ReasonClaiming = "ClaimingGPUs"
+	// ReasonGivenUp: on claimants, a claim timed out.
+	ReasonGivenUp = "ClaimGivenUp"
+	// ReasonMoved: on victims, evicted to move to an overflow node.
+	ReasonMoved = "MovedToOverflow"
+	// ReasonPaused: on claimants, an overflow node the claim counts on
+	// is NotReady or full.
+	ReasonPaused = "ClaimPaused"
+	// ReasonReplacementTimeout: on victims, the replacement did not turn
+	// Ready on an overflow node in time.
+	ReasonReplacementTimeout = "ReplacementTimedOut"
+)
 
-// Claim is a research pod or gang's claim on physical GPUs: production
-// pods to move to overflow nodes, and where the claimants' pods go.
-type Claim struct {
-	// Key identifies the claimant: "namespace/name" of a pod, or a gang
-	// key's String().
-	Key string
-	// Domain is the fabric domain being freed.
-	Domain string
-	// Claimants are the research pods the room is for.
-	Claimants []*v1.Pod
-	// Nominations map claimant (namespace/name) to its node.
-	Nominations map[string]string
-	// Victims are the production pods to move, in eviction order.
-	Victims []*v1.Pod
-	// Note says why these victims, for their Events.
-	Note string
+// resyncPeriod is how often a live claim is looked at without an event
+// (its timeouts).
+const resyncPeriod = time.Second
 
-	pending    []*v1.Pod
-	wave       *overflow.Wave
-	waves      int
-	started    time.Time
-	progressAt time.Time
-	bound      map[types.UID]bool
-}
-
-// Nomination is where a claimant goes, if the claim covers it.
-func (c *Claim) Nomination(pod *v1.Pod) (string, bool) {
-	node, ok := c.Nominations[pod.Namespace+"/"+pod.Name]
-	return node, ok
-}
+// ownerIndex indexes pods by their controller's UID.
+const ownerIndex = "sluice.dev/controller-uid"
 
 // Config is what an engine needs.
 type Config struct {
+	Client    kubernetes.Interface
+	Informers informers.SharedInformerFactory
+	Store     *Store
+	Classes   *overflow.Classes
+	Budgets   *overflow.Budgets
 	// Waves evicts (reason overflow.MovePreemption).
 	Waves *overflow.Waves
-	// Pods is the scheduler's pod lister (are the claimants still there?).
-	Pods corelisters.PodLister
-	// Recorder records Events on claimants.
+	// Recorder records Events on claimants and victims.
 	Recorder events.EventRecorder
-	// Timeout: a claim making no progress for this long is given up.
-	Timeout time.Duration
 	// Activate puts pods back in the active queue (the framework's
-	// Activate); nil in tests.
+	// Activate), when their claim freed the room or was given up.
 	Activate func(ctx context.Context, pods []*v1.Pod)
+	// RetryBackoff is how long claimants of a claim given up wait before
+	// planning again, doubled per give-up up to ten times.
+	RetryBackoff time.Duration
 	// Clock drives timeouts (a fake one in tests); nil is the real clock.
-	Clock clock.WithTicker
+	Clock clock.Clock
 }
 
-// Engine runs claims.
+// Engine carries out claims.
 type Engine struct {
-	cfg Config
-
-	mu     sync.Mutex
-	byKey  map[string]*Claim
-	byNode map[string]string // node -> claim key, for nodes being freed
+	cfg   Config
+	pods  corelisters.PodLister
+	nodes corelisters.NodeLister
+	byUID cache.Indexer
+	queue workqueue.TypedRateLimitingInterface[string]
+	// synced are the informers the engine reads: it acts only on a full
+	// view (an empty pod cache would make every claimant look gone).
+	synced []cache.InformerSynced
 }
 
-// NewEngine builds an engine; Run drives it.
-func NewEngine(cfg Config) *Engine {
+// NewEngine builds an engine over cfg's informers, which must not have
+// started (it indexes pods by controller). Run drives it.
+func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Engine{cfg: cfg, byKey: map[string]*Claim{}, byNode: map[string]string{}}
-}
-
-// Get returns the claim of a claimant key, if any.
-func (e *Engine) Get(key string) *Claim {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.byKey[key]
-}
-
-// NodeClaimed reports whether a node is being freed for some claim, so it
-// is not planned twice.
-func (e *Engine) NodeClaimed(node string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	_, ok := e.byNode[node]
-	return ok
-}
-
-// Active reports whether any claim is in progress.
-func (e *Engine) Active() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.byKey) > 0
-}
-
-// Start starts a claim, taking its victims' nodes and its nominations'.
-func (e *Engine) Start(c *Claim) {
-	now := e.cfg.Clock.Now()
-	c.pending = append([]*v1.Pod(nil), c.Victims...)
-	c.started, c.progressAt = now, now
-	c.bound = map[types.UID]bool{}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.byKey[c.Key] = c
-	for _, n := range c.Nominations {
-		e.byNode[n] = c.Key
-	}
-	for _, v := range c.pending {
-		e.byNode[v.Spec.NodeName] = c.Key
-	}
-	metrics.ClaimsActive.Set(float64(len(e.byKey)))
-}
-
-// Bound records a claimant bound; the claim ends when all are.
-func (e *Engine) Bound(pod *v1.Pod) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for key, c := range e.byKey {
-		if _, ok := c.Nomination(pod); !ok {
-			continue
-		}
-		c.bound[pod.UID] = true
-		if len(c.bound) >= len(c.Nominations) {
-			metrics.ClaimDuration.Observe(e.cfg.Clock.Since(c.started).Seconds())
-			metrics.ClaimVictims.Observe(float64(len(c.Victims)))
-			metrics.ClaimWaves.Observe(float64(c.waves))
-			e.removeLocked(key)
-		}
-		return
-	}
-}
-
-func (e *Engine) removeLocked(key string) {
-	delete(e.byKey, key)
-	for n, k := range e.byNode {
-		if k == key {
-			delete(e.byNode, n)
-		}
-	}
-	metrics.ClaimsActive.Set(float64(len(e.byKey)))
-}
-
-func (e *Engine) remove(key string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.removeLocked(key)
-}
-
-// Run advances claims every interval until ctx ends.
-func (e *Engine) Run(ctx context.Context, every time.Duration) {
-	ticker := e.cfg.Clock.NewTicker(every)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-			e.Step(ctx)
-		}
-	}
-}
-
-// Step advances every claim by at most one wave.
-func (e *Engine) Step(ctx context.Context) {
-	e.mu.Lock()
-	keys := make([]string, 0, len(e.byKey))
-	for k := range e.byKey {
-		keys = append(keys, k)
-	}
-	e.mu.Unlock()
-	sort.Strings(keys)
-	for _, k := range keys {
-		e.step(ctx, k)
-	}
-}
-
-// step advances one claim. The claim's fields are changed under the lock;
-// the API calls (evictions) are made outside it, on a copy of the wave.
-func (e *Engine) step(ctx context.Context, key string) {
-	logger := klog.FromContext(ctx)
-	e.mu.Lock()
-	c, ok := e.byKey[key]
-	if !ok {
-		e.mu.Unlock()
-		return
-	}
-	now := e.cfg.Clock.Now()
-	if !e.claimantsExist(c) {
-		logger.V(2).Info("Claim dropped: its pods are gone", "claim", c.Key)
-		e.removeLocked(c.Key)
-		e.mu.Unlock()
-		return
-	}
-	stalled := now.Sub(c.progressAt) > e.cfg.Timeout
-	if c.wave != nil {
-		if !e.cfg.Waves.Done(c.wave) {
-			e.mu.Unlock()
-			if stalled {
-				e.giveUp(ctx, c, "a wave's replacements did not become Ready")
+	podInformer := cfg.Informers.Core().V1().Pods().Informer()
+	if _, ok := podInformer.GetIndexer().GetIndexers()[ownerIndex]; !ok {
+		if err := podInformer.AddIndexers(cache.Indexers{ownerIndex: func(obj any) ([]string, error) {
+			pod, ok := obj.(*v1.Pod)
+			if !ok {
+				return nil, nil
 			}
-			return
-		}
-		c.wave, c.progressAt = nil, now
-		stalled = false
-		if len(c.pending) == 0 && e.cfg.Activate != nil {
-			// The room is free: retry the claimants now rather than when
-			// some unrelated event or the periodic flush of unschedulable
-			// pods requeues them.
-			claimants := c.Claimants
-			e.mu.Unlock()
-			e.cfg.Activate(ctx, claimants)
-			e.mu.Lock()
+			if ref := metav1.GetControllerOf(pod); ref != nil {
+				return []string{string(ref.UID)}, nil
+			}
+			return nil, nil
+		}}); err != nil {
+			return nil, fmt.Errorf("indexing pods by controller: %w", err)
 		}
 	}
-	if len(c.pending) == 0 {
-		e.mu.Unlock()
-		// Evictions done; the claim stays (keeping its nominations) until
-		// its pods are bound or it times out.
-		if stalled {
-			e.giveUp(ctx, c, "its pods were not bound after the room was freed")
-		}
-		return
-	}
-	next := e.cfg.Waves.Next(c.pending, 0)
-	wave := c.waves + 1
-	e.mu.Unlock()
-	if len(next) == 0 {
-		if stalled {
-			e.giveUp(ctx, c, "PodDisruptionBudgets allowed no eviction")
-		}
-		return
-	}
-	var evicted []*v1.Pod
-	for _, v := range next {
-		note := fmt.Sprintf("moving to an overflow node so %s gets %s (%s, wave %d)", c.Key, c.Domain, c.Note, wave)
-		ok, err := e.cfg.Waves.Evict(ctx, v, note)
-		if err != nil {
-			logger.Error(err, "Eviction failed", "claim", c.Key)
-			continue
-		}
-		if ok {
-			evicted = append(evicted, v)
-		}
-	}
-	if len(evicted) == 0 {
-		if stalled {
-			e.giveUp(ctx, c, "every eviction it tried failed")
-		}
-		return
-	}
-	metrics.OverflowWaves.WithLabelValues(overflow.MovePreemption).Inc()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c.waves++
-	c.wave = &overflow.Wave{Pods: evicted, Started: now}
-	c.progressAt = now
-	c.pending = without(c.pending, evicted)
-	logger.V(2).Info("Eviction wave started", "claim", c.Key, "wave", c.waves, "evicted", len(evicted), "pending", len(c.pending))
+	return &Engine{
+		cfg:   cfg,
+		pods:  cfg.Informers.Core().V1().Pods().Lister(),
+		nodes: cfg.Informers.Core().V1().Nodes().Lister(),
+		byUID: podInformer.GetIndexer(),
+		synced: []cache.InformerSynced{podInformer.HasSynced, cfg.Informers.Core().V1().Nodes().Informer().HasSynced,
+			cfg.Informers.Policy().V1().PodDisruptionBudgets().Informer().HasSynced, cfg.Informers.Apps().V1().ReplicaSets().Informer().HasSynced,
+			cfg.Informers.Apps().V1().StatefulSets().Informer().HasSynced, cfg.Informers.Core().V1().ReplicationControllers().Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sluice-claims"}),
+	}, nil
 }
 
-// claimantsExist reports whether any claimant still exists (under e.mu).
-func (e *Engine) claimantsExist(c *Claim) bool {
-	for _, p := range c.Claimants {
-		if cur, err := e.cfg.Pods.Pods(p.Namespace).Get(p.Name); err == nil && cur.UID == p.UID {
-			return true
+// Run carries out claims until ctx ends: a claim is synced when it
+// changes, when any pod, budget or node changes, and every resyncPeriod.
+func (e *Engine) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("claims")
+	ctx = klog.NewContext(ctx, logger)
+	if !cache.WaitForCacheSync(ctx.Done(), e.synced...) {
+		return
+	}
+	enqueue := func(obj any) {
+		if c, ok := obj.(*v1alpha1.ResearchClaim); ok {
+			e.queue.Add(c.Namespace + "/" + c.Name)
+		}
+	}
+	e.cfg.Store.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }})
+	all := func(any) {
+		for _, c := range e.cfg.Store.List() {
+			enqueue(c)
+		}
+	}
+	every := cache.ResourceEventHandlerFuncs{AddFunc: all, UpdateFunc: func(_, o any) { all(o) }, DeleteFunc: all}
+	for _, inf := range []cache.SharedIndexInformer{
+		e.cfg.Informers.Core().V1().Pods().Informer(), e.cfg.Informers.Policy().V1().PodDisruptionBudgets().Informer(),
+		e.cfg.Informers.Core().V1().Nodes().Informer(),
+	} {
+		reg, err := inf.AddEventHandler(every)
+		if err != nil {
+			logger.Error(err, "Claim engine cannot watch")
+			return
+		}
+		defer func() { _ = inf.RemoveEventHandler(reg) }()
+	}
+	go wait.UntilWithContext(ctx, func(context.Context) { all(nil) }, resyncPeriod)
+	go func() {
+		<-ctx.Done()
+		e.queue.ShutDown()
+	}()
+	logger.Info("Claim engine running")
+	for e.processNext(ctx) {
+	}
+}
+
+func (e *Engine) processNext(ctx context.Context) bool {
+	key, quit := e.queue.Get()
+	if quit {
+		return false
+	}
+	defer e.queue.Done(key)
+	if err := e.sync(ctx, key); err != nil {
+		klog.FromContext(ctx).V(2).Info("Claim sync failed; retrying", "claim", key, "err", err)
+		e.queue.AddRateLimited(key)
+		return true
+	}
+	e.queue.Forget(key)
+	return true
+}
+
+// Sync looks at one claim (namespace/name) once: ends it, gives it up,
+// pauses it, or evicts what its budgets allow; and writes its status.
+// Every step is idempotent: the status records each eviction, so a retry
+// or a new leader never evicts twice.
+func (e *Engine) Sync(ctx context.Context, key string) error { return e.sync(ctx, key) }
+
+func (e *Engine) sync(ctx context.Context, key string) error {
+	logger := klog.FromContext(ctx)
+	ns, name, _ := strings.Cut(key, "/")
+	stored, ok := e.cfg.Store.Get(ns, name)
+	if !ok {
+		return nil
+	}
+	c := stored.DeepCopy()
+	now := e.cfg.Clock.Now()
+	if !Live(c) {
+		if c.Status.RetryAfter != nil && !now.Before(c.Status.RetryAfter.Time) {
+			return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
+		}
+		return nil
+	}
+	if c.Status.ProgressTime.IsZero() {
+		c.Status.ProgressTime = c.CreationTimestamp
+		if c.Status.ProgressTime.IsZero() {
+			c.Status.ProgressTime = metav1.NewTime(now)
+		}
+	}
+
+	// The claimants: gone, or all bound, ends the claim.
+	claimants, bound := e.claimants(c)
+	if len(claimants) == 0 {
+		logger.V(2).Info("Claim dropped: its pods are gone", "claim", key)
+		return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
+	}
+	if bound == len(c.Spec.Claimants) {
+		metrics.ClaimDuration.Observe(now.Sub(c.CreationTimestamp.Time).Seconds())
+		metrics.ClaimVictims.Observe(float64(len(c.Spec.Victims)))
+		metrics.ClaimWaves.Observe(float64(c.Status.Rounds))
+		logger.V(2).Info("Claim done: its pods are bound", "claim", key, "victims", len(c.Spec.Victims))
+		return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
+	}
+
+	st := e.look(c, now)
+	if st.progressed {
+		c.Status.ProgressTime = metav1.NewTime(now)
+	}
+	if now.Sub(c.Status.ProgressTime.Time) > time.Duration(c.Spec.TimeoutSeconds)*time.Second {
+		return e.giveUp(ctx, c, stored, claimants, st, now)
+	}
+
+	// Before any eviction: every overflow provider the claim counts on
+	// must still hold what is counted against it.
+	phase, message := v1alpha1.PhaseEvicting, ""
+	if len(st.pending) > 0 {
+		ledger := e.ledger()
+		for _, v := range st.pending {
+			if ok, why := ledger.Holds(overflow.Target{Node: v.Target.Node, Provider: v.Target.Provider}); !ok {
+				phase, message = v1alpha1.PhasePaused, "paused: "+why
+				break
+			}
+		}
+	}
+	evicted := 0
+	if phase == v1alpha1.PhaseEvicting {
+		evicted = e.evict(ctx, c, st, now)
+		if evicted > 0 {
+			c.Status.ProgressTime = metav1.NewTime(now)
+		}
+	}
+	pending := len(st.pending) - evicted
+	switch {
+	case pending == 0 && st.inFlight == 0 && evicted == 0:
+		phase = v1alpha1.PhaseFreed
+		message = fmt.Sprintf("%d production pods moved; %d of %d research pods bound", len(c.Spec.Victims), bound, len(c.Spec.Claimants))
+	case message == "":
+		message = fmt.Sprintf("%d of %d production pods moved, %d moving, %d to go", len(c.Status.Replaced), len(c.Spec.Victims), st.inFlight+evicted, pending)
+		if len(st.blocked) > 0 {
+			message += "; waiting for " + st.blocked.String()
+			if evicted == 0 {
+				phase = v1alpha1.PhasePaused
+			}
+		}
+	}
+	freedNow := phase == v1alpha1.PhaseFreed && stored.Status.Phase != v1alpha1.PhaseFreed
+	pausedNow := phase == v1alpha1.PhasePaused && stored.Status.Phase != v1alpha1.PhasePaused
+	c.Status.Phase, c.Status.Message = phase, message
+	if err := e.writeStatus(ctx, stored, c); err != nil {
+		return err
+	}
+	if pausedNow && e.cfg.Recorder != nil {
+		for _, p := range claimants {
+			e.cfg.Recorder.Eventf(p, nil, v1.EventTypeWarning, ReasonPaused, "Preempting", "claim of %s %s", c.Spec.Domain, message)
+		}
+	}
+	if freedNow && e.cfg.Activate != nil {
+		// The room is free: retry the claimants now rather than when
+		// some unrelated event or the periodic flush requeues them.
+		e.cfg.Activate(ctx, claimants)
+	}
+	return nil
+}
+
+// claimants are the claim's research pods that still exist (by UID), and
+// how many of them are bound.
+func (e *Engine) claimants(c *v1alpha1.ResearchClaim) ([]*v1.Pod, int) {
+	var out []*v1.Pod
+	bound := 0
+	for _, cl := range c.Spec.Claimants {
+		p, err := e.pods.Pods(c.Namespace).Get(cl.Name)
+		if err != nil || p.UID != cl.UID || p.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, p)
+		if p.Spec.NodeName != "" {
+			bound++
+		}
+	}
+	return out, bound
+}
+
+// state is what a look at a claim's victims found.
+type state struct {
+	// pending are the victims not yet evicted, in order, with their pods.
+	pending []v1alpha1.Victim
+	pods    map[types.UID]*v1.Pod
+	// inFlight counts evicted victims not yet replaced; by budget too.
+	inFlight int
+	byBudget map[string]int
+	// blocked says why pending victims were not evicted now.
+	blocked    blockers
+	progressed bool
+}
+
+// look updates the claim's record of replaced victims and finds what is
+// pending and in flight.
+func (e *Engine) look(c *v1alpha1.ResearchClaim, now time.Time) state {
+	st := state{pods: map[types.UID]*v1.Pod{}, byBudget: map[string]int{}, blocked: blockers{}}
+	evictedAt := map[types.UID]metav1.Time{}
+	for _, ev := range c.Status.Evicted {
+		evictedAt[ev.UID] = ev.Time
+	}
+	replaced := sets.New(c.Status.Replaced...)
+	replace := func(uid types.UID) {
+		if !replaced.Has(uid) {
+			replaced.Insert(uid)
+			c.Status.Replaced = append(c.Status.Replaced, uid)
+			st.progressed = true
+		}
+	}
+	// Replacements: per owner, the pods Ready off the claim's nodes created
+	// since the owner's victims were evicted, matched in eviction order.
+	used := sets.New(c.Status.Replacements...)
+	var evictedVictims []v1alpha1.Victim
+	for _, v := range c.Spec.Victims {
+		if _, ok := evictedAt[v.UID]; ok {
+			evictedVictims = append(evictedVictims, v)
+		}
+	}
+	sort.SliceStable(evictedVictims, func(i, j int) bool {
+		return evictedAt[evictedVictims[i].UID].Time.Before(evictedAt[evictedVictims[j].UID].Time)
+	})
+	timeout := time.Duration(c.Spec.ReplacementTimeoutSeconds) * time.Second
+	held := heldNodes(c)
+	for _, v := range evictedVictims {
+		if replaced.Has(v.UID) {
+			continue
+		}
+		if r := e.replacement(v, evictedAt[v.UID], used, held); r != "" {
+			used.Insert(r)
+			c.Status.Replacements = append(c.Status.Replacements, r)
+			replace(v.UID)
+			continue
+		}
+		if timeout > 0 && now.Sub(evictedAt[v.UID].Time) > timeout {
+			if e.cfg.Recorder != nil {
+				ref := &v1.ObjectReference{Kind: "Pod", Namespace: v.Namespace, Name: v.Name, UID: v.UID, APIVersion: "v1"}
+				e.cfg.Recorder.Eventf(ref, nil, v1.EventTypeWarning, ReasonReplacementTimeout, "Preempting",
+					"no replacement of %s %s Ready on an overflow node %s after its eviction; its budget is no longer held for it", v.Owner.Kind, v.Owner.Name, timeout)
+			}
+			replace(v.UID)
+			continue
+		}
+		st.inFlight++
+		st.byBudget[v.Budget]++
+	}
+	for _, v := range c.Spec.Victims {
+		if replaced.Has(v.UID) {
+			continue
+		}
+		if _, ok := evictedAt[v.UID]; ok {
+			continue
+		}
+		p, err := e.pods.Pods(v.Namespace).Get(v.Name)
+		if err != nil || p.UID != v.UID || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			// Gone before its eviction (deleted, scaled down): nothing
+			// to move.
+			replace(v.UID)
+			continue
+		}
+		if p.DeletionTimestamp != nil {
+			// Terminating, with no eviction recorded: evicted by a leader
+			// that stopped before it wrote the status (or deleted by
+			// someone else). It is in flight: its budget and its room
+			// stay held until its replacement is Ready.
+			at := p.DeletionTimestamp.Add(-time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0)) * time.Second)
+			c.Status.Evicted = append(c.Status.Evicted, v1alpha1.Eviction{UID: v.UID, Time: metav1.NewTime(at)})
+			st.progressed = true
+			st.inFlight++
+			st.byBudget[v.Budget]++
+			continue
+		}
+		st.pending = append(st.pending, v)
+		st.pods[v.UID] = p
+	}
+	return st
+}
+
+// replacement finds a pod replacing victim v (evicted at since) that is
+// Ready, on an overflow node or on a physical node the claim does not
+// hold (free, the production profile may place it there), and not yet
+// matched; "" when none.
+func (e *Engine) replacement(v v1alpha1.Victim, since metav1.Time, used sets.Set[types.UID], held sets.Set[string]) types.UID {
+	objs, err := e.byUID.ByIndex(ownerIndex, string(v.Owner.UID))
+	if err != nil {
+		return ""
+	}
+	owner := overflow.Owner{Kind: v.Owner.Kind, Name: v.Owner.Name, UID: string(v.Owner.UID)}
+	var best *v1.Pod
+	for _, o := range objs {
+		p := o.(*v1.Pod)
+		if used.Has(p.UID) || p.UID == v.UID || !overflow.ReplacementOf(p, owner, since) || !ready(p) {
+			continue
+		}
+		if p.Spec.NodeName == "" || held.Has(p.Spec.NodeName) {
+			continue
+		}
+		if _, err := e.nodes.Get(p.Spec.NodeName); err != nil {
+			continue
+		}
+		if best == nil || p.CreationTimestamp.Before(&best.CreationTimestamp) {
+			best = p
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.UID
+}
+
+// heldNodes are the nodes a claim frees or nominates its claimants to.
+func heldNodes(c *v1alpha1.ResearchClaim) sets.Set[string] {
+	held := sets.New[string]()
+	for _, v := range c.Spec.Victims {
+		held.Insert(v.Node)
+	}
+	for _, cl := range c.Spec.Claimants {
+		held.Insert(cl.Node)
+	}
+	return held
+}
+
+func ready(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
 		}
 	}
 	return false
 }
 
-func (e *Engine) giveUp(ctx context.Context, c *Claim, why string) {
-	klog.FromContext(ctx).Info("Research claim given up", "claim", c.Key, "why", why)
-	if e.cfg.Recorder != nil {
-		for _, p := range c.Claimants {
-			e.cfg.Recorder.Eventf(p, nil, v1.EventTypeWarning, ReasonGivenUp, "Preempting",
-				"gave up freeing %s after %s: %s", c.Domain, e.cfg.Timeout, why)
-		}
-	}
-	e.remove(c.Key)
+// ledger is the overflow room now, every live claim's reservations held.
+func (e *Engine) ledger() *overflow.Ledger {
+	nodes, _ := e.nodes.List(labels.Everything())
+	return overflow.NewLedger(e.cfg.Classes, nodes, e.podsOn, e.cfg.Store.Reservations())
 }
 
-func without(pods, drop []*v1.Pod) []*v1.Pod {
-	gone := map[types.UID]bool{}
-	for _, p := range drop {
-		gone[p.UID] = true
-	}
+func (e *Engine) podsOn(node string) []*v1.Pod {
+	all, _ := e.pods.List(labels.Everything())
 	var out []*v1.Pod
-	for _, p := range pods {
-		if !gone[p.UID] {
+	for _, p := range all {
+		if p.Spec.NodeName == node {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// evict evicts the pending victims their budgets allow now, in order:
+// each budget is spent on its own, never more in flight than it allows
+// with all its pods healthy, never more at once than it allows now. It
+// records each eviction in c's status and returns how many.
+func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state, now time.Time) int {
+	logger := klog.FromContext(ctx)
+	taken := map[string]int{}
+	evicted := 0
+	for _, v := range st.pending {
+		pod := st.pods[v.UID]
+		budget, why := e.cfg.Budgets.Of(pod)
+		if why != "" {
+			st.blocked.add(why, v)
+			continue
+		}
+		allowed := budget.Capacity - st.byBudget[budget.Name] - taken[budget.Name]
+		if budget.PDB != nil {
+			allowed = min(allowed, budget.Allowed-taken[budget.Name])
+		}
+		if allowed <= 0 {
+			st.blocked.add(budgetName(budget)+" allows no more now", v)
+			continue
+		}
+		note := fmt.Sprintf("moving to an overflow node so %s gets %s (%s)", c.Spec.Key, c.Spec.Domain, c.Spec.Note)
+		ok, err := e.cfg.Waves.Evict(ctx, pod, note)
+		switch {
+		case err != nil && apierrors.IsNotFound(err):
+			// Gone meanwhile: nothing to move.
+			c.Status.Replaced = append(c.Status.Replaced, v.UID)
+		case err != nil:
+			logger.V(2).Info("Eviction failed", "claim", c.Spec.Key, "pod", klog.KObj(pod), "err", err)
+			if inner := errors.Unwrap(err); inner != nil {
+				err = inner
+			}
+			st.blocked.add("evictions failing: "+err.Error(), v)
+		case !ok:
+			// 429: the apiserver's view of the budget allows nothing.
+			st.blocked.add("the Eviction API refuses (429) under "+budgetName(budget), v)
+		default:
+			taken[budget.Name]++
+			evicted++
+			c.Status.Evicted = append(c.Status.Evicted, v1alpha1.Eviction{UID: v.UID, Time: metav1.NewTime(now)})
+		}
+	}
+	if evicted > 0 {
+		c.Status.Rounds++
+		metrics.OverflowWaves.WithLabelValues(overflow.MovePreemption).Inc()
+		logger.V(2).Info("Evicted for claim", "claim", c.Spec.Key, "evicted", evicted, "pending", len(st.pending)-evicted)
+	}
+	return evicted
+}
+
+// blockers are the reasons victims wait, each with the victims.
+type blockers map[string][]string
+
+func (b blockers) add(why string, v v1alpha1.Victim) {
+	b[why] = append(b[why], v.Namespace+"/"+v.Name)
+}
+
+// String says each reason once, with how many victims and the first few.
+func (b blockers) String() string {
+	reasons := make([]string, 0, len(b))
+	for why := range b {
+		reasons = append(reasons, why)
+	}
+	sort.Strings(reasons)
+	parts := make([]string, 0, len(reasons))
+	for _, why := range reasons {
+		pods := b[why]
+		names := strings.Join(pods[:min(len(pods), 3)], ", ")
+		if len(pods) > 3 {
+			names += fmt.Sprintf(" and %d more", len(pods)-3)
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d pods: %s)", why, len(pods), names))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func budgetName(b overflow.Budget) string {
+	if b.PDB != nil {
+		return "PodDisruptionBudget " + b.PDB.Name
+	}
+	return "the default budget of " + strings.TrimPrefix(b.Name, "default/")
+}
+
+// writeStatus writes c's status if it changed from stored's.
+func (e *Engine) writeStatus(ctx context.Context, stored, c *v1alpha1.ResearchClaim) error {
+	if statusEqual(stored.Status, c.Status) {
+		return nil
+	}
+	return e.cfg.Store.UpdateStatus(ctx, c)
+}
+
+func statusEqual(a, b v1alpha1.ResearchClaimStatus) bool {
+	return a.Phase == b.Phase && a.Message == b.Message && len(a.Evicted) == len(b.Evicted) &&
+		len(a.Replaced) == len(b.Replaced) && a.ProgressTime.Equal(&b.ProgressTime) && a.Attempts == b.Attempts
+}
+
+// giveUp ends a claim that made no progress for its timeout: nothing more
+// is evicted, the claimants are told why in numbers and requeued (their
+// nominations go), and they plan no new claim before the backoff ends.
+func (e *Engine) giveUp(ctx context.Context, c, stored *v1alpha1.ResearchClaim, claimants []*v1.Pod, st state, now time.Time) error {
+	timeout := time.Duration(c.Spec.TimeoutSeconds) * time.Second
+	why := fmt.Sprintf("gave up freeing %s after %s without progress: %d of %d production pods moved, %d moving, %d not evicted",
+		c.Spec.Domain, timeout, len(c.Status.Replaced), len(c.Spec.Victims), st.inFlight, len(st.pending))
+	if len(st.blocked) > 0 {
+		why += "; blocked by " + st.blocked.String()
+	} else if c.Status.Message != "" {
+		why += "; last: " + c.Status.Message
+	}
+	backoff := e.cfg.RetryBackoff << min(c.Status.Attempts, 3)
+	backoff = min(backoff, 10*e.cfg.RetryBackoff)
+	retry := metav1.NewTime(now.Add(backoff))
+	c.Status.Phase, c.Status.Message, c.Status.RetryAfter = v1alpha1.PhaseGivenUp, why, &retry
+	c.Status.Attempts++
+	klog.FromContext(ctx).Info("Research claim given up", "claim", c.Spec.Key, "why", why, "retryAfter", retry.Time)
+	if err := e.cfg.Store.UpdateStatus(ctx, c); err != nil {
+		return err
+	}
+	if e.cfg.Recorder != nil {
+		msg := fmt.Sprintf("%s; no new claim before %s", why, retry.Format(time.RFC3339))
+		for _, p := range claimants {
+			e.cfg.Recorder.Eventf(p, nil, v1.EventTypeWarning, ReasonGivenUp, "Preempting", "%s", msg)
+		}
+		for _, ref := range c.OwnerReferences {
+			if ref.Kind == "PodGroup" {
+				e.cfg.Recorder.Eventf(&v1.ObjectReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: c.Namespace, Name: ref.Name, UID: ref.UID},
+					nil, v1.EventTypeWarning, ReasonGivenUp, "Preempting", "%s", msg)
+			}
+		}
+	}
+	if e.cfg.Activate != nil {
+		e.cfg.Activate(ctx, claimants)
+	}
+	return nil
 }

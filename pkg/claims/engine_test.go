@@ -15,239 +15,542 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
-	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/overflow"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 )
 
-// world is the cluster an engine sees: informer stores it reads, a fake
-// apiserver that takes evictions, a fake clock.
-type world struct {
-	t         *testing.T
-	informers informers.SharedInformerFactory
-	client    *fake.Clientset
-	clock     *testingclock.FakeClock
-	events    *events.FakeRecorder
-	engine    *Engine
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
-	mu        sync.Mutex
+// rig is a claim engine over informer stores the test fills by hand, a
+// fake apiserver for evictions and claims, and a fake clock: each Sync is
+// one look, deterministic.
+type rig struct {
+	t        *testing.T
+	ctx      context.Context
+	inf      informers.SharedInformerFactory
+	dyn      *dynamicfake.FakeDynamicClient
+	store    *Store
+	engine   *Engine
+	clock    *testingclock.FakeClock
+	recorder *events.FakeRecorder
+
+	mu sync.Mutex
+	// evictErr answers an eviction (nil: the pod goes).
+	evictErr  func(pod string) error
 	evictions []string
-	// refuse makes every eviction fail with this error.
-	refuse error
-	// activated are the claimants handed back to the queue.
-	activated [][]*v1.Pod
+	tries     int
+	activated []string
 }
 
-func newWorld(t *testing.T, timeout time.Duration) *world {
-	w := &world{t: t, client: fake.NewClientset(), clock: testingclock.NewFakeClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)),
-		events: events.NewFakeRecorder(100)}
-	w.informers = informers.NewSharedInformerFactory(w.client, 0)
-	w.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+func newRig(t *testing.T) *rig {
+	r := &rig{t: t, ctx: t.Context(), clock: testingclock.NewFakeClock(t0), recorder: events.NewFakeRecorder(1000)}
+	client := fake.NewClientset()
+	r.inf = informers.NewSharedInformerFactory(client, 0)
+	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "eviction" {
 			return false, nil, nil
 		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.refuse != nil {
-			return true, nil, w.refuse
-		}
 		ev := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
-		w.evictions = append(w.evictions, ev.Name)
+		r.mu.Lock()
+		r.tries++
+		fail := r.evictErr
+		r.mu.Unlock()
+		if fail != nil {
+			if err := fail(ev.Name); err != nil {
+				return true, nil, err
+			}
+		}
+		r.mu.Lock()
+		r.evictions = append(r.evictions, ev.Name)
+		r.mu.Unlock()
+		r.gone(ev.Namespace, ev.Name)
 		return true, ev, nil
 	})
-	w.engine = NewEngine(Config{
-		Waves:    overflow.NewWaves(w.client, w.informers, w.events, overflow.MovePreemption),
-		Pods:     w.informers.Core().V1().Pods().Lister(),
-		Recorder: w.events,
-		Timeout:  timeout,
+	scheme := runtime.NewScheme()
+	r.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{v1alpha1.Resource: "ResearchClaimList"})
+	r.store = &Store{dyn: r.dyn}
+	inf := dynamicinformer.NewDynamicSharedInformerFactory(r.dyn, 0).ForResource(v1alpha1.Resource).Informer()
+	if err := inf.SetTransform(toTyped); err != nil {
+		t.Fatal(err)
+	}
+	r.store.informer.Store(&inf)
+	r.store.served.Store(true)
+	classes, err := overflow.NewClasses([]string{"research"}, []string{"production"}, "type=virtual-kubelet", "virtual-kubelet.io/provider")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.engine, err = NewEngine(Config{
+		Informers: r.inf, Store: r.store, Classes: classes,
+		Budgets:  overflow.NewBudgets(r.inf, intstr.FromString("25%")),
+		Waves:    overflow.NewWaves(client, r.recorder, overflow.MovePreemption),
+		Recorder: r.recorder,
 		Activate: func(_ context.Context, pods []*v1.Pod) {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			w.activated = append(w.activated, pods)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for _, p := range pods {
+				r.activated = append(r.activated, p.Name)
+			}
 		},
-		Clock: w.clock,
+		RetryBackoff: 30 * time.Second,
+		Clock:        r.clock,
 	})
-	return w
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two physical nodes and an overflow node with 64 GPUs of room.
+	for _, n := range []string{"n0", "n1"} {
+		r.put(node(n, false))
+	}
+	r.put(node("vk", true))
+	return r
 }
 
-func (w *world) add(objs ...runtime.Object) {
-	w.t.Helper()
-	for _, o := range objs {
-		var err error
-		switch o := o.(type) {
-		case *v1.Pod:
-			err = w.informers.Core().V1().Pods().Informer().GetStore().Add(o)
-		case *appsv1.ReplicaSet:
-			err = w.informers.Apps().V1().ReplicaSets().Informer().GetStore().Update(o)
-		case *policyv1.PodDisruptionBudget:
-			err = w.informers.Policy().V1().PodDisruptionBudgets().Informer().GetStore().Update(o)
-		}
-		if err != nil {
-			w.t.Fatal(err)
-		}
+func node(name string, overflowNode bool) *v1.Node {
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	n.Status.Allocatable = v1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), v1.ResourcePods: resource.MustParse("110")}
+	if overflowNode {
+		n.Labels = map[string]string{"type": "virtual-kubelet"}
+		n.Status.Allocatable = v1.ResourceList{"nvidia.com/gpu": resource.MustParse("64"), v1.ResourcePods: resource.MustParse("1000")}
+	}
+	return n
+}
+
+// put adds or replaces an object in its informer's store.
+func (r *rig) put(obj runtime.Object) {
+	r.t.Helper()
+	var err error
+	switch o := obj.(type) {
+	case *v1.Node:
+		err = r.inf.Core().V1().Nodes().Informer().GetStore().Update(o)
+	case *v1.Pod:
+		err = r.inf.Core().V1().Pods().Informer().GetStore().Update(o)
+	case *appsv1.ReplicaSet:
+		err = r.inf.Apps().V1().ReplicaSets().Informer().GetStore().Update(o)
+	case *policyv1.PodDisruptionBudget:
+		err = r.inf.Policy().V1().PodDisruptionBudgets().Informer().GetStore().Update(o)
+	}
+	if err != nil {
+		r.t.Fatal(err)
 	}
 }
 
-func (w *world) gone(pods ...*v1.Pod) {
-	w.t.Helper()
-	for _, p := range pods {
-		if err := w.informers.Core().V1().Pods().Informer().GetStore().Delete(p); err != nil {
-			w.t.Fatal(err)
-		}
+// gone removes a pod from the pod store (it was evicted and has
+// terminated).
+func (r *rig) gone(ns, name string) {
+	store := r.inf.Core().V1().Pods().Informer().GetStore()
+	if obj, ok, _ := store.GetByKey(ns + "/" + name); ok {
+		_ = store.Delete(obj)
 	}
 }
 
-func (w *world) evicted() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.evictions...)
-}
-
-// victims are n production pods of ReplicaSet rs on node n0.
-func victims(n int) ([]*v1.Pod, *appsv1.ReplicaSet) {
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "rs", UID: "rs"},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(int32(n))}, Status: appsv1.ReplicaSetStatus{ReadyReplicas: int32(n)}}
-	var pods []*v1.Pod
-	for i := range n {
-		name := fmt.Sprintf("v%d", i)
-		p := st.MakePod().Namespace("prod").Name(name).UID(name).Node("n0").Labels(map[string]string{"app": "serve"}).
-			OwnerReference("rs", schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}).Obj()
-		pods = append(pods, p)
+// rs adds a ReplicaSet of replicas serving pods, each on node with gpus,
+// and returns the pods.
+func (r *rig) rs(name string, replicas int, node string, gpus int) []*v1.Pod {
+	r.put(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: name, UID: types.UID("rs-" + name)},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(int32(replicas))}})
+	var out []*v1.Pod
+	for i := range replicas {
+		p := r.replica(name, fmt.Sprintf("%s-%d", name, i), node, gpus)
+		p.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour))
+		r.put(p)
+		out = append(out, p)
 	}
-	return pods, rs
+	return out
 }
 
-func budget(allowed int32) *policyv1.PodDisruptionBudget {
-	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "serve", UID: "pdb"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "serve"}}},
-		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
-	}
-}
-
-func claimant(name string) *v1.Pod {
-	p := st.MakePod().Namespace("research").Name(name).UID(name).Obj()
-	p.Spec.PriorityClassName = "research"
+// replica is a Ready pod of ReplicaSet rs on node.
+func (r *rig) replica(rs, name, node string, gpus int) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: name, UID: types.UID(name), Labels: map[string]string{"app": rs},
+		OwnerReferences:   []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs, UID: types.UID("rs-" + rs), Controller: ptr.To(true)}},
+		CreationTimestamp: metav1.NewTime(r.clock.Now())}}
+	p.Spec.NodeName = node
+	p.Spec.PriorityClassName = "production"
+	p.Spec.Containers = []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{"nvidia.com/gpu": resource.MustParse(fmt.Sprint(gpus))}}}}
+	p.Status.Phase = v1.PodRunning
+	p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
 	return p
 }
 
-func newClaim(victims []*v1.Pod, claimants ...*v1.Pod) *Claim {
-	nominations := map[string]string{}
-	for _, c := range claimants {
-		nominations[c.Namespace+"/"+c.Name] = "n0"
-	}
-	return &Claim{Key: "research/train", Domain: "n0", Claimants: claimants, Nominations: nominations, Victims: victims, Note: "test"}
+// replace adds the Ready replacement of an evicted pod of rs on node.
+func (r *rig) replace(rs, name, node string) {
+	r.put(r.replica(rs, name, node, 1))
 }
 
-// TestWavesFollowTheBudget: a budget allowing one disruption makes one
-// eviction per wave; the next wave starts only once the last wave's pods
-// are gone and their ReplicaSet is Ready again; when the last wave is done
-// the claimants are activated.
-func TestWavesFollowTheBudget(t *testing.T) {
-	w := newWorld(t, time.Minute)
-	pods, rs := victims(2)
-	train := claimant("train")
-	w.add(pods[0], pods[1], rs, budget(1), train)
-	w.engine.Start(newClaim(pods, train))
-	ctx := context.Background()
+func (r *rig) pdb(name, app string, maxUnavailable, expected, healthy int) {
+	mu := intstr.FromInt32(int32(maxUnavailable))
+	allowed := max(healthy-(expected-maxUnavailable), 0)
+	r.put(&policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: name, Generation: 1},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &mu, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+		Status: policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, ExpectedPods: int32(expected), DesiredHealthy: int32(expected - maxUnavailable),
+			CurrentHealthy: int32(healthy), DisruptionsAllowed: int32(allowed)},
+	})
+}
 
-	w.engine.Step(ctx)
-	if got := w.evicted(); len(got) != 1 || got[0] != "v0" {
-		t.Fatalf("wave 1 evicted %v, want [v0]", got)
+// claimant is a pending research pod.
+func (r *rig) claimant(name string) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: name, UID: types.UID(name)}}
+	p.Spec.PriorityClassName = "research"
+	r.put(p)
+	return p
+}
+
+// claim records a claim for claimant on n0, moving victims (all from n0)
+// to vk, and returns its key.
+func (r *rig) claim(claimant *v1.Pod, victims []*v1.Pod) string {
+	r.t.Helper()
+	c := &v1alpha1.ResearchClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: NameOf("prod/" + claimant.Name), CreationTimestamp: metav1.NewTime(r.clock.Now())}}
+	c.Spec = v1alpha1.ResearchClaimSpec{Key: "prod/" + claimant.Name, Domain: "n0", TimeoutSeconds: 600, ReplacementTimeoutSeconds: 300,
+		Claimants: []v1alpha1.Claimant{{Name: claimant.Name, UID: claimant.UID, Node: "n0"}}}
+	budgets := overflow.NewBudgets(r.inf, intstr.FromString("25%"))
+	for _, v := range victims {
+		b, why := budgets.Of(v)
+		if why != "" {
+			r.t.Fatalf("victim %s: %s", v.Name, why)
+		}
+		ref := metav1.GetControllerOf(v)
+		c.Spec.Victims = append(c.Spec.Victims, v1alpha1.Victim{Namespace: v.Namespace, Name: v.Name, UID: v.UID, Node: v.Spec.NodeName,
+			Owner: v1alpha1.Owner{Kind: ref.Kind, Name: ref.Name, UID: ref.UID}, Budget: b.Name, Target: v1alpha1.Target{Node: "vk"},
+			Requests: v.Spec.Containers[0].Resources.Requests})
 	}
-	w.engine.Step(ctx) // v0 not gone yet: no new wave
-	if got := w.evicted(); len(got) != 1 {
-		t.Fatalf("evicted %v before wave 1 finished", got)
+	if _, err := r.store.Create(r.ctx, c); err != nil {
+		r.t.Fatal(err)
 	}
-	w.gone(pods[0])
-	rs = rs.DeepCopy()
-	rs.Status.ReadyReplicas = 1 // the replacement is not Ready yet
-	w.add(rs)
-	w.engine.Step(ctx)
-	if got := w.evicted(); len(got) != 1 {
-		t.Fatalf("evicted %v before the replacement was Ready", got)
+	r.refresh()
+	return c.Namespace + "/" + c.Name
+}
+
+// refresh copies the fake apiserver's claims into the store (its informer
+// does not run in these tests) and reindexes.
+func (r *rig) refresh() {
+	r.t.Helper()
+	list, err := r.dyn.Resource(v1alpha1.Resource).Namespace(metav1.NamespaceAll).List(r.ctx, metav1.ListOptions{})
+	if err != nil {
+		r.t.Fatal(err)
 	}
-	rs = rs.DeepCopy()
-	rs.Status.ReadyReplicas = 2
-	w.add(rs)
-	w.engine.Step(ctx) // wave 1 done; wave 2
-	if got := w.evicted(); len(got) != 2 || got[1] != "v1" {
-		t.Fatalf("wave 2: evicted %v, want [v0 v1]", got)
+	var items []any
+	for i := range list.Items {
+		obj, err := toTyped(&list.Items[i])
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		items = append(items, obj)
 	}
-	w.gone(pods[1])
-	w.engine.Step(ctx) // the last wave is done: the claimants go back to the queue
-	if len(w.activated) != 1 || w.activated[0][0].Name != "train" {
-		t.Errorf("activated %v, want the claimant", w.activated)
+	if err := (*r.store.informer.Load()).GetStore().Replace(items, ""); err != nil {
+		r.t.Fatal(err)
 	}
-	if !w.engine.Active() || !w.engine.NodeClaimed("n0") {
-		t.Error("the claim ended before its claimants were bound")
+	r.store.reindex()
+}
+
+// sync looks at a claim once at t0 + d.
+func (r *rig) sync(key string, d time.Duration) {
+	r.t.Helper()
+	r.clock.SetTime(t0.Add(d))
+	if err := r.engine.Sync(r.ctx, key); err != nil {
+		r.t.Fatalf("sync: %v", err)
 	}
-	w.engine.Bound(train)
-	if w.engine.Active() || w.engine.NodeClaimed("n0") {
-		t.Error("the claim lives on after its claimants were bound")
+	r.refresh()
+}
+
+func (r *rig) get(key string) (*v1alpha1.ResearchClaim, bool) {
+	ns, name, _ := strings.Cut(key, "/")
+	return r.store.Get(ns, name)
+}
+
+func (r *rig) evicted() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.evictions...)
+}
+
+func (r *rig) events(reason string) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.recorder.Events:
+			if strings.Contains(e, reason) {
+				out = append(out, e)
+			}
+		default:
+			return out
+		}
 	}
 }
 
-// TestEveryClaimEnds: whatever stops a claim from making progress, it is
-// given up after its timeout, with an Event on the claimants saying why.
-func TestEveryClaimEnds(t *testing.T) {
+// TestEveryEvictionFailing: a claim all of whose evictions fail (a pod
+// under two budgets answers 500, a budget the lister misreads answers 429)
+// ends at its timeout: given up, the claimant told why in numbers and
+// requeued, no new claim before the backoff, no eviction after.
+func TestEveryEvictionFailing(t *testing.T) {
 	for _, tt := range []struct {
-		name   string
-		refuse error
-		budget int32
-		want   string
+		name string
+		err  error
 	}{
-		{"every eviction fails (a pod under two budgets: HTTP 500)", apierrors.NewInternalError(fmt.Errorf("this pod has more than one PodDisruptionBudget")), 1, "every eviction it tried failed"},
-		{"the apiserver refuses evictions the lister allowed (HTTP 429)", apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10), 1, "every eviction it tried failed"},
-		{"no budget allows an eviction", nil, 0, "PodDisruptionBudgets allowed no eviction"},
+		{"500", apierrors.NewInternalError(fmt.Errorf("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."))},
+		{"429", apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWorld(t, time.Minute)
-			w.refuse = tt.refuse
-			pods, rs := victims(2)
-			train := claimant("train")
-			w.add(pods[0], pods[1], rs, budget(tt.budget), train)
-			w.engine.Start(newClaim(pods, train))
-			ctx := context.Background()
-			for range 5 {
-				w.engine.Step(ctx)
+			r := newRig(t)
+			r.evictErr = func(string) error { return tt.err }
+			victims := r.rs("serve", 4, "n0", 2)
+			key := r.claim(r.claimant("train"), victims)
+			for d := time.Duration(0); d <= 600*time.Second; d += 30 * time.Second {
+				r.sync(key, d)
 			}
-			if !w.engine.Active() {
-				t.Fatal("the claim ended before its timeout")
+			c, _ := r.get(key)
+			if c.Status.Phase == v1alpha1.PhaseGivenUp {
+				t.Fatalf("given up at or before its 600 s timeout")
 			}
-			w.clock.Step(61 * time.Second)
-			w.engine.Step(ctx)
-			if w.engine.Active() || w.engine.NodeClaimed("n0") {
-				t.Fatal("the claim lives on after its timeout")
+			r.sync(key, 601*time.Second)
+			c, _ = r.get(key)
+			if c.Status.Phase != v1alpha1.PhaseGivenUp || c.Status.RetryAfter == nil || !c.Status.RetryAfter.Time.Equal(t0.Add(631*time.Second)) {
+				t.Fatalf("after the timeout: phase %s, retry after %v; want GivenUp, retry at +631 s", c.Status.Phase, c.Status.RetryAfter)
 			}
-			if e := <-w.events.Events; !strings.Contains(e, "Warning ClaimGivenUp gave up freeing n0 after 1m0s: "+tt.want) {
-				t.Errorf("event %q", e)
+			given := r.events(ReasonGivenUp)
+			if len(given) != 1 || !strings.Contains(given[0], "0 of 4 production pods moved") || !strings.Contains(given[0], "4 not evicted") {
+				t.Errorf("given-up events %q, want one saying 0 of 4 moved, 4 not evicted", given)
+			}
+			if len(r.activated) != 1 {
+				t.Errorf("claimant activated %d times, want once (its nomination goes)", len(r.activated))
+			}
+			tries := r.tries
+			r.sync(key, 610*time.Second)
+			if r.tries != tries {
+				t.Errorf("%d evictions tried after the claim was given up", r.tries-tries)
+			}
+			// After the backoff the record goes, so a new plan may start.
+			r.sync(key, 631*time.Second)
+			if _, ok := r.get(key); ok {
+				t.Errorf("the given-up claim outlived its backoff")
 			}
 		})
 	}
 }
 
-// TestClaimDroppedWhenClaimantsGone: a claim whose research pods were
-// deleted is dropped at once, its nodes free for other claims.
-func TestClaimDroppedWhenClaimantsGone(t *testing.T) {
-	w := newWorld(t, time.Minute)
-	pods, rs := victims(1)
-	train := claimant("train")
-	w.add(pods[0], rs, budget(0), train)
-	w.engine.Start(newClaim(pods, train))
-	w.gone(train)
-	w.engine.Step(context.Background())
-	if w.engine.Active() || w.engine.Get("research/train") != nil {
-		t.Error("the claim of deleted pods lives on")
+// TestDefaultBudgetPaces: a Deployment without a PodDisruptionBudget loses
+// at most the default 25% at once; the next go once their own
+// replacements are Ready on the overflow node.
+func TestDefaultBudgetPaces(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 8, "n0", 1)
+	key := r.claim(r.claimant("train"), victims)
+	r.sync(key, 0)
+	if got := len(r.evicted()); got != 2 {
+		t.Fatalf("%d evicted in the first pass, want 2 (25%% of 8)", got)
+	}
+	r.sync(key, time.Second)
+	if got := len(r.evicted()); got != 2 {
+		t.Fatalf("%d evicted before any replacement was Ready, want 2", got)
+	}
+	r.replace("serve", "serve-new-0", "vk")
+	r.sync(key, 2*time.Second)
+	if got := len(r.evicted()); got != 3 {
+		t.Fatalf("%d evicted after one replacement, want 3", got)
+	}
+	// A replacement on the node being freed does not count.
+	r.replace("serve", "serve-new-1", "n0")
+	r.sync(key, 3*time.Second)
+	if got := len(r.evicted()); got != 3 {
+		t.Fatalf("%d evicted after a replacement landed on the claimed node, want 3", got)
+	}
+}
+
+// TestOwnReplacementsOnly: a crash-looping replica of the same ReplicaSet
+// beside the victims does not hold the claim back: a wave waits for the
+// victims' own replacements, not for the whole ReplicaSet.
+func TestOwnReplacementsOnly(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 4, "n0", 1)
+	crashing := r.replica("serve", "serve-crashing", "n1", 1)
+	crashing.Status.Conditions[0].Status = v1.ConditionFalse
+	r.put(crashing)
+	r.pdb("serve", "serve", 2, 5, 4)
+	key := r.claim(r.claimant("train"), victims)
+	for i, d := range []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second} {
+		r.sync(key, d)
+		// Each eviction spends the PDB; its replacement gives it back.
+		evicted := r.evicted()
+		if len(evicted) > i+1 {
+			t.Fatalf("%d evicted after %d passes", len(evicted), i+1)
+		}
+		r.pdb("serve", "serve", 2, 5, 4)
+		for j := range evicted {
+			r.replace("serve", fmt.Sprintf("serve-new-%d", j), "vk")
+		}
+	}
+	r.sync(key, 4*time.Second)
+	c, _ := r.get(key)
+	if got := len(r.evicted()); got != 4 || c.Status.Phase != v1alpha1.PhaseFreed {
+		t.Fatalf("%d of 4 evicted, phase %s; want all moved and the claim Freed", got, c.Status.Phase)
+	}
+}
+
+// TestPausedWhileOverflowNotReady: before each pass the overflow node is
+// read again; NotReady pauses the claim (no eviction) until it recovers.
+func TestPausedWhileOverflowNotReady(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 8, "n0", 1)
+	key := r.claim(r.claimant("train"), victims)
+	r.sync(key, 0)
+	first := len(r.evicted())
+	down := node("vk", true)
+	down.Status.Conditions[0].Status = v1.ConditionFalse
+	r.put(down)
+	for j := range first {
+		r.replace("serve", fmt.Sprintf("serve-new-%d", j), "vk")
+	}
+	r.sync(key, time.Second)
+	c, _ := r.get(key)
+	if len(r.evicted()) != first || c.Status.Phase != v1alpha1.PhasePaused || !strings.Contains(c.Status.Message, "vk is not Ready") {
+		t.Fatalf("overflow NotReady: %d evicted (before: %d), phase %s %q; want no eviction, Paused naming vk", len(r.evicted()), first, c.Status.Phase, c.Status.Message)
+	}
+	if len(r.events(ReasonPaused)) != 1 {
+		t.Errorf("want one %s event", ReasonPaused)
+	}
+	r.put(node("vk", true))
+	r.sync(key, 2*time.Second)
+	if len(r.evicted()) == first {
+		t.Fatalf("no eviction after the overflow node recovered")
+	}
+}
+
+// TestOverflowFullPauses: a provider whose capacity shrank below what is
+// counted on it pauses the claim too.
+func TestOverflowFullPauses(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 4, "n0", 1)
+	key := r.claim(r.claimant("train"), victims)
+	full := node("vk", true)
+	raw, _ := offer.Offer{Providers: []offer.Provider{{Name: "p0", Healthy: true, Capacity: v1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")}}}}.Encode()
+	full.Annotations = map[string]string{offer.Annotation: raw}
+	r.put(full)
+	r.sync(key, 0)
+	c, _ := r.get(key)
+	if len(r.evicted()) != 0 || c.Status.Phase != v1alpha1.PhasePaused {
+		t.Fatalf("%d evicted into a full overflow node, phase %s", len(r.evicted()), c.Status.Phase)
+	}
+}
+
+// TestResumeCountsTerminating: a victim evicted by a leader that died
+// before writing the status is terminating: the new leader counts it in
+// flight (budget and room), evicting no more than the budget allows.
+func TestResumeCountsTerminating(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 8, "n0", 1) // default budget: 2 at once
+	key := r.claim(r.claimant("train"), victims)
+	for _, v := range victims[:2] {
+		p := v.DeepCopy()
+		p.DeletionTimestamp = &metav1.Time{Time: t0.Add(30 * time.Second)}
+		p.DeletionGracePeriodSeconds = ptr.To[int64](30)
+		r.put(p)
+	}
+	r.sync(key, time.Second)
+	if got := r.evicted(); len(got) != 0 {
+		t.Fatalf("new leader evicted %v with 2 victims still terminating and a budget of 2", got)
+	}
+	c, _ := r.get(key)
+	if len(c.Status.Evicted) != 2 {
+		t.Fatalf("status records %d evictions, want the 2 terminating victims", len(c.Status.Evicted))
+	}
+	if got := r.store.Reservations(); len(got) != 8 {
+		t.Errorf("%d reservations, want all 8 victims' room held", len(got))
+	}
+}
+
+// TestClaimEnds: a claim whose claimants are all bound, or gone, is
+// deleted.
+func TestClaimEnds(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 1, "n0", 8)
+	claimant := r.claimant("train")
+	key := r.claim(claimant, victims)
+	r.sync(key, 0)
+	bound := claimant.DeepCopy()
+	bound.Spec.NodeName = "n0"
+	r.put(bound)
+	r.sync(key, time.Second)
+	if _, ok := r.get(key); ok {
+		t.Fatal("the claim outlived its bound claimant")
+	}
+	r2 := newRig(t)
+	key = r2.claim(r2.claimant("gone"), r2.rs("serve", 1, "n0", 8))
+	r2.gone("prod", "gone")
+	r2.sync(key, 0)
+	if _, ok := r2.get(key); ok {
+		t.Fatal("the claim outlived its deleted claimant")
+	}
+}
+
+// TestReplacementTimeout: an evicted victim whose replacement never turns
+// Ready stops holding its budget after replacementTimeoutSeconds, with an
+// Event.
+func TestReplacementTimeout(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 4, "n0", 1) // default budget: 1 at once
+	key := r.claim(r.claimant("train"), victims)
+	r.sync(key, 0)
+	r.sync(key, 300*time.Second)
+	if len(r.evicted()) != 1 {
+		t.Fatalf("%d evicted within the replacement timeout, want 1", len(r.evicted()))
+	}
+	r.sync(key, 301*time.Second)
+	if len(r.evicted()) != 2 {
+		t.Fatalf("%d evicted after the replacement timed out, want 2", len(r.evicted()))
+	}
+	if len(r.events(ReasonReplacementTimeout)) != 1 {
+		t.Errorf("want one %s event", ReasonReplacementTimeout)
+	}
+}
+
+// TestStoreIndex: live claims hold their nodes and their room; given-up
+// ones hold nothing.
+func TestStoreIndex(t *testing.T) {
+	r := newRig(t)
+	key := r.claim(r.claimant("train"), r.rs("serve", 2, "n0", 4))
+	if !r.store.NodeClaimed("n0") || r.store.NodeClaimed("n1") || len(r.store.Reservations()) != 2 {
+		t.Fatalf("live claim: n0 claimed %v, n1 %v, %d reservations", r.store.NodeClaimed("n0"), r.store.NodeClaimed("n1"), len(r.store.Reservations()))
+	}
+	c, _ := r.get(key)
+	c = c.DeepCopy()
+	c.Status.Phase = v1alpha1.PhaseGivenUp
+	if err := r.store.UpdateStatus(r.ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	r.refresh()
+	if r.store.NodeClaimed("n0") || len(r.store.Reservations()) != 0 {
+		t.Fatal("a given-up claim still holds its node or room")
+	}
+}
+
+// TestUnreadableClaimHoldsNothing: a claim object sluice cannot decode is
+// read as given up, not as a panic.
+func TestUnreadableClaimHoldsNothing(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "claims.sluice.dev/v1alpha1", "kind": "ResearchClaim",
+		"metadata": map[string]any{"name": "bad", "namespace": "prod"}, "spec": map[string]any{"victims": "not a list"}}}
+	obj, err := toTyped(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := obj.(*v1alpha1.ResearchClaim)
+	if Live(c) || !strings.Contains(c.Status.Message, "cannot be read") {
+		t.Fatalf("unreadable claim: phase %s %q", c.Status.Phase, c.Status.Message)
 	}
 }

@@ -6,6 +6,7 @@ package overflow
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -21,9 +22,20 @@ type NodeState struct {
 	// Eligible: the research pod may run here at all (taints, affinity,
 	// Slurm health).
 	Eligible bool
-	// Victims are the overflow-eligible production pods on the node, in
+	// Victims are the production pods on the node that may be moved, in
 	// the order they would be evicted (see VictimOrder).
 	Victims []*v1.Pod
+	// Blocked are the overflow-eligible production pods that may not be
+	// moved now, each with why (a budget that allows none, no controller,
+	// no overflow provider that can run it): they stay, and are named
+	// when no domain can be freed without them.
+	Blocked []Blocked
+}
+
+// Blocked is a production pod that cannot be moved, and why.
+type Blocked struct {
+	Pod *v1.Pod
+	Why string
 }
 
 // Request is a research gang (or single pod) that does not fit.
@@ -46,9 +58,9 @@ type Claim struct {
 	Victims map[string][]*v1.Pod
 	// VictimCount is the number of victims.
 	VictimCount int
-	// Targets maps each victim (namespace/name) to the overflow node
+	// Targets maps each victim (namespace/name) to the overflow provider
 	// whose room it was counted against.
-	Targets map[string]string
+	Targets map[string]Target
 }
 
 // VictimOrder sorts a node's victims: the pods holding the most of the
@@ -98,13 +110,72 @@ func newLadder(n *NodeState, shape capacity.Shape) ladder {
 func (l ladder) max() int { return l.steps[len(l.steps)-1] }
 
 // PlanClaim chooses the domain to free for a gang: at the lowest fabric
-// level (up to req.MaxLevel) where evicting overflow-eligible production
-// frees room for the whole gang, and the overflow nodes have room for every
-// victim, the domain that needs the fewest victims, then leaves the fewest
-// free slots (best fit), then comes first by name. Inside it, it evicts
-// where a slot costs the fewest victims. It explains in words when there
-// is no such domain.
-func PlanClaim(tree *fabric.Tree, nodes []NodeState, req Request, room *Room) (Claim, string, bool) {
+// level (up to req.MaxLevel) where moving production that may be moved
+// frees room for the whole gang, and an overflow provider has room for
+// every victim, the domain that needs the fewest victims, then leaves the
+// fewest free slots (best fit), then comes first by name. Inside it, it
+// evicts where a slot costs the fewest victims. It explains in words when
+// there is no such domain, naming the pods that cannot move (and why) when
+// only they stand in the way.
+func PlanClaim(tree *fabric.Tree, nodes []NodeState, req Request, room *Ledger) (Claim, string, bool) {
+	c, why, ok := planClaim(tree, nodes, req, room)
+	if ok || !anyBlocked(nodes) {
+		return c, why, ok
+	}
+	// Would the blocked pods have made a claim? Then they are the reason.
+	all := make([]NodeState, len(nodes))
+	for i, n := range nodes {
+		all[i] = n
+		all[i].Victims = append(append([]*v1.Pod(nil), n.Victims...), blockedPods(n.Blocked)...)
+	}
+	hypothetical, _, ok := planClaim(tree, all, req, unlimitedLedger(room))
+	if !ok {
+		return c, why, false
+	}
+	var names []string
+	for _, n := range nodes {
+		for _, b := range n.Blocked {
+			for _, v := range hypothetical.Victims[n.Name] {
+				if v.UID == b.Pod.UID {
+					names = append(names, fmt.Sprintf("%s/%s (%s)", b.Pod.Namespace, b.Pod.Name, b.Why))
+				}
+			}
+		}
+	}
+	sort.Strings(names)
+	total, more := len(names), ""
+	if total > 6 {
+		more = fmt.Sprintf(" and %d more", total-6)
+		names = names[:6]
+	}
+	return c, fmt.Sprintf("no fabric domain can be freed within what may move: freeing %s would need %d production pods that cannot move: %s%s",
+		hypothetical.Domain.Name, total, strings.Join(names, ", "), more), false
+}
+
+func anyBlocked(nodes []NodeState) bool {
+	for _, n := range nodes {
+		if len(n.Blocked) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func blockedPods(bs []Blocked) []*v1.Pod {
+	out := make([]*v1.Pod, len(bs))
+	for i, b := range bs {
+		out[i] = b.Pod
+	}
+	return out
+}
+
+// unlimitedLedger is room for every victim: what a plan would need if
+// room were no constraint.
+func unlimitedLedger(l *Ledger) *Ledger {
+	return &Ledger{ready: l.ready, slots: []slot{{target: Target{Node: "any"}, healthy: true, unlimited: true}}}
+}
+
+func planClaim(tree *fabric.Tree, nodes []NodeState, req Request, room *Ledger) (Claim, string, bool) {
 	ladders := make([]*ladder, tree.NumNodes())
 	for i := range nodes {
 		idx, ok := tree.NodeIndex(nodes[i].Name)
@@ -150,7 +221,7 @@ func PlanClaim(tree *fabric.Tree, nodes []NodeState, req Request, room *Room) (C
 }
 
 // planDomain plans the evictions inside one domain.
-func planDomain(tree *fabric.Tree, d *fabric.Domain, ladders []*ladder, req Request, room *Room) (Claim, int, string, bool) {
+func planDomain(tree *fabric.Tree, d *fabric.Domain, ladders []*ladder, req Request, room *Ledger) (Claim, int, string, bool) {
 	var members []*ladder
 	free, maxSlots := 0, 0
 	for _, i := range tree.NodesOf(d) {
@@ -188,7 +259,7 @@ func planDomain(tree *fabric.Tree, d *fabric.Domain, ladders []*ladder, req Requ
 		need -= members[bestM].steps[bestK] - members[bestM].steps[at[bestM]]
 		at[bestM] = bestK
 	}
-	claim := Claim{Domain: d, Nodes: map[string]int{}, Victims: map[string][]*v1.Pod{}, Targets: map[string]string{}}
+	claim := Claim{Domain: d, Nodes: map[string]int{}, Victims: map[string][]*v1.Pod{}, Targets: map[string]Target{}}
 	tryRoom := room.Clone()
 	slots := make([]int, tree.NumNodes())
 	total := 0
@@ -197,10 +268,10 @@ func planDomain(tree *fabric.Tree, d *fabric.Domain, ladders []*ladder, req Requ
 		slots[idx] = l.steps[at[m]]
 		total += slots[idx]
 		for _, v := range l.node.Victims[:at[m]] {
-			target := tryRoom.Take(capacity.RequestsOf(v))
-			if target == "" {
-				return Claim{}, 0, fmt.Sprintf("the overflow nodes have no room for %s/%s (%d Ready overflow nodes); production is not evicted into nowhere",
-					v.Namespace, v.Name, room.Nodes()), false
+			target, ok := tryRoom.Take(capacity.RequestsOf(v))
+			if !ok {
+				return Claim{}, 0, fmt.Sprintf("the overflow nodes have no room for %s/%s (%d Ready overflow nodes; a victim needs one provider with room for all of it); production is not evicted into nowhere",
+					v.Namespace, v.Name, room.Ready()), false
 			}
 			claim.Victims[l.node.Name] = append(claim.Victims[l.node.Name], v)
 			claim.Targets[v.Namespace+"/"+v.Name] = target

@@ -11,12 +11,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/apimachinery/pkg/api/resource"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/fabric"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 )
 
 const gpu = v1.ResourceName("nvidia.com/gpu")
@@ -63,18 +63,29 @@ func nodeStates(tree *fabric.Tree, pods map[string][]*v1.Pod) []NodeState {
 	return out
 }
 
-func roomWith(t *testing.T, gpus int) *Room {
+// roomWith is the ledger of one Ready overflow node vk whose providers
+// offer the GPUs given, in dispatch order (one unnamed provider when
+// only one is given), less what reservations hold.
+func roomWith(t *testing.T, gpus []int, reservations ...Reservation) *Ledger {
 	t.Helper()
 	c, err := NewClasses(nil, nil, "type=virtual-kubelet", "virtual-kubelet.io/provider")
 	if err != nil {
 		t.Fatal(err)
 	}
 	node := st.MakeNode().Name("vk").Label("type", "virtual-kubelet").
-		Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "10000", v1.ResourceMemory: "100Ti", v1.ResourcePods: "10000", gpu: fmt.Sprint(gpus)}).Obj()
+		Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "10000", v1.ResourceMemory: "100Ti", v1.ResourcePods: "10000", gpu: "1000"}).Obj()
 	node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
-	ni := framework.NewNodeInfo()
-	ni.SetNode(node)
-	return RoomOf(c, []fwk.NodeInfo{ni})
+	var o offer.Offer
+	for i, g := range gpus {
+		o.Providers = append(o.Providers, offer.Provider{Name: fmt.Sprintf("p%d", i), Healthy: true,
+			Capacity: v1.ResourceList{gpu: resource.MustParse(fmt.Sprint(g))}})
+	}
+	raw, err := o.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Annotations = map[string]string{offer.Annotation: raw}
+	return NewLedger(c, []*v1.Node{node}, func(string) []*v1.Pod { return nil }, reservations)
 }
 
 func gangShape(gpus int) capacity.Shape {
@@ -114,7 +125,8 @@ func TestPlanClaimFewestVictims(t *testing.T) {
 		pods        int
 		gpus        int
 		maxLevel    int
-		room        int // GPUs of room on the overflow node
+		room        []int // GPUs each overflow provider offers
+		reserved    int   // GPUs live claims hold on the first provider
 		wantDomain  string
 		wantVictims []string
 		wantNodes   map[string]int
@@ -122,7 +134,7 @@ func TestPlanClaimFewestVictims(t *testing.T) {
 	}{
 		{
 			name: "gang of 4 whole nodes: the leaf with one victim",
-			pods: 4, gpus: 8, maxLevel: 2, room: 1000,
+			pods: 4, gpus: 8, maxLevel: 2, room: []int{1000},
 			wantDomain: "leaf/s1l0", wantVictims: []string{"c0"},
 			wantNodes: map[string]int{"s1l0n0": 1, "s1l0n1": 1, "s1l0n2": 1, "s1l0n3": 1},
 		},
@@ -132,7 +144,7 @@ func TestPlanClaimFewestVictims(t *testing.T) {
 			// e0, one victim either way; s1l0n0 comes first by name. Spine
 			// s0 has 2 free nodes and needs 4 victims.
 			name: "gang of 6 whole nodes: the spine with the fewest victims",
-			pods: 6, gpus: 8, maxLevel: 2, room: 1000,
+			pods: 6, gpus: 8, maxLevel: 2, room: []int{1000},
 			wantDomain: "spine/s1", wantVictims: []string{"c0"},
 		},
 		{
@@ -140,18 +152,31 @@ func TestPlanClaimFewestVictims(t *testing.T) {
 			// preemption... which FabricTopology would have found; a
 			// 6-GPU pod needs one victim somewhere: on s0l0n0 (a0, 1 GPU).
 			name: "single 8-GPU pod: the node with the fewest victims",
-			pods: 1, gpus: 8, maxLevel: 0, room: 1000,
+			pods: 1, gpus: 8, maxLevel: 0, room: []int{1000},
 			wantDomain: "s0l0n0", wantVictims: []string{"a0"},
 		},
 		{
 			name: "overflow full: nothing is evicted into nowhere",
-			pods: 4, gpus: 8, maxLevel: 1, room: 0,
+			pods: 4, gpus: 8, maxLevel: 1, room: []int{0},
 			wantWhy: "the overflow nodes have no room",
 		},
 		{
 			name: "required leaf, room for 1 victim only",
-			pods: 4, gpus: 8, maxLevel: 1, room: 4,
+			pods: 4, gpus: 8, maxLevel: 1, room: []int{4},
 			wantDomain: "leaf/s1l0", wantVictims: []string{"c0"},
+		},
+		{
+			// 4 + 4 GPUs of room, but the one victim that would do needs
+			// 4 GPUs on one provider: it fits p0. Then the 8-GPU victims
+			// of the spine case do not.
+			name: "room split over providers: a victim fits one provider whole",
+			pods: 4, gpus: 8, maxLevel: 1, room: []int{4, 4},
+			wantDomain: "leaf/s1l0", wantVictims: []string{"c0"},
+		},
+		{
+			name: "room held by a live claim is not counted again",
+			pods: 4, gpus: 8, maxLevel: 1, room: []int{4}, reserved: 1,
+			wantWhy: "the overflow nodes have no room for prod/",
 		},
 	}
 	for _, tt := range tests {
@@ -170,7 +195,7 @@ func TestPlanClaimFewestVictims(t *testing.T) {
 					}
 				}
 			}
-			claim, why, ok := PlanClaim(tree, nodeStates(tree, full), Request{Shape: gangShape(tt.gpus), Pods: tt.pods, MaxLevel: tt.maxLevel}, roomWith(t, tt.room))
+			claim, why, ok := PlanClaim(tree, nodeStates(tree, full), Request{Shape: gangShape(tt.gpus), Pods: tt.pods, MaxLevel: tt.maxLevel}, roomWith(t, tt.room, reservation(tt.reserved)...))
 			if tt.wantWhy != "" {
 				if ok {
 					t.Fatalf("planned %s with victims %v, want no plan", claim.Domain.Name, victimNames(claim))
@@ -195,8 +220,8 @@ func TestPlanClaimFewestVictims(t *testing.T) {
 				}
 			}
 			for name, target := range claim.Targets {
-				if target != "vk" {
-					t.Errorf("victim %s counted against %q, want the overflow node vk", name, target)
+				if target.Node != "vk" || target.Provider == "" {
+					t.Errorf("victim %s counted against %v, want a provider of the overflow node vk", name, target)
 				}
 			}
 		})
@@ -204,6 +229,74 @@ func TestPlanClaimFewestVictims(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func reservation(gpus int) []Reservation {
+	if gpus == 0 {
+		return nil
+	}
+	return []Reservation{{Target: Target{Node: "vk", Provider: "p0"}, Requests: capacity.Resources{Pods: 1, Scalar: map[v1.ResourceName]int64{gpu: int64(gpus)}}}}
+}
+
+// TestLedgerOneProviderPerVictim: an 8-GPU victim is never counted into
+// 4 + 4 GPUs of two providers; dispatch needs one that holds it whole.
+func TestLedgerOneProviderPerVictim(t *testing.T) {
+	eight := capacity.RequestsOf(prodPod("big", 8))
+	four := capacity.RequestsOf(prodPod("half", 4))
+	l := roomWith(t, []int{4, 4})
+	if target, ok := l.Clone().Take(eight); ok {
+		t.Fatalf("an 8-GPU victim was counted against %v of 4 + 4 GPUs", target)
+	}
+	first, ok1 := l.Take(four)
+	second, ok2 := l.Take(four)
+	_, ok3 := l.Take(four)
+	if !ok1 || !ok2 || ok3 || first.Provider != "p0" || second.Provider != "p1" {
+		t.Errorf("4-GPU victims went to %v (%v), %v (%v), third %v; want p0, p1, then no room", first, ok1, second, ok2, ok3)
+	}
+	if ok, why := l.Holds(first); !ok {
+		t.Errorf("a full provider holds what was taken on it: %s", why)
+	}
+}
+
+// TestLedgerHolds: a target stops holding its reservations when its node
+// turns NotReady or its provider's capacity shrinks below them.
+func TestLedgerHolds(t *testing.T) {
+	res := reservation(4)
+	if ok, why := roomWith(t, []int{4}, res...).Holds(res[0].Target); !ok {
+		t.Errorf("4 GPUs reserved on 4: %s", why)
+	}
+	if ok, _ := roomWith(t, []int{2}, res...).Holds(res[0].Target); ok {
+		t.Error("4 GPUs reserved on a provider shrunk to 2 still hold")
+	}
+	c, _ := NewClasses(nil, nil, "type=virtual-kubelet", "virtual-kubelet.io/provider")
+	notReady := st.MakeNode().Name("vk").Label("type", "virtual-kubelet").Capacity(map[v1.ResourceName]string{gpu: "8"}).Obj()
+	l := NewLedger(c, []*v1.Node{notReady}, func(string) []*v1.Pod { return nil }, nil)
+	if ok, why := l.Holds(Target{Node: "vk"}); ok || !contains(why, "not Ready") {
+		t.Errorf("a NotReady overflow node holds: %v %q", ok, why)
+	}
+}
+
+// TestBlockedPodsAreNamed: when only pods that may not move stand in the
+// way, the plan says which and why.
+func TestBlockedPodsAreNamed(t *testing.T) {
+	tree := fabric16(t)
+	var states []NodeState
+	for _, st := range nodeStates(tree, nil) {
+		// One protected 1-GPU pod on every node: no node is whole.
+		p := prodPod("keep-"+st.Name, 1)
+		st.Free = st.Free.Sub(capacity.RequestsOf(p))
+		st.Blocked = []Blocked{{Pod: p, Why: "PodDisruptionBudget keep allows no disruption (maxUnavailable 0)"}}
+		states = append(states, st)
+	}
+	_, why, ok := PlanClaim(tree, states, Request{Shape: gangShape(8), Pods: 4, MaxLevel: 1}, roomWith(t, []int{1000}))
+	if ok {
+		t.Fatal("planned a claim that needs protected pods")
+	}
+	for _, want := range []string{"cannot move", "prod/keep-s0l0n0", "maxUnavailable 0"} {
+		if !contains(why, want) {
+			t.Errorf("why = %q, want it to name %q", why, want)
+		}
+	}
+}
 
 func TestEligibility(t *testing.T) {
 	c, err := NewClasses([]string{"research"}, []string{"production"}, "type=virtual-kubelet", "virtual-kubelet.io/provider")

@@ -45,13 +45,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sluice-sched/sluice/pkg/metrics"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
 )
 
 // RemoteCondition is the pod condition naming the provider and id that run
 // the pod; its presence also means "this pod was dispatched", which tells
 // a vanished remote workload from one not created yet.
-const RemoteCondition v1.PodConditionType = "overflow.sluice.dev/RemoteWorkload"
+const RemoteCondition = offer.ProviderCondition
 
 // Pod failure reasons (pod status reason, event reason, metric label).
 const (
@@ -96,6 +97,7 @@ type Node struct {
 	notifyPod  func(*v1.Pod)
 	notifyNode func(*v1.Node)
 	lastNode   *v1.NodeStatus
+	lastOffer  string
 }
 
 var (

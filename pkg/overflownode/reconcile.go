@@ -274,10 +274,11 @@ func (n *Node) clearLost(uid types.UID) {
 func (n *Node) syncNode() {
 	n.mu.Lock()
 	status := n.nodeStatusLocked(n.lastNode)
+	published, _ := n.offerLocked().Encode()
 	cb := n.notifyNode
-	changed := nodeStatusChanged(n.lastNode, &status)
+	changed := nodeStatusChanged(n.lastNode, &status) || published != n.lastOffer
 	if cb != nil && changed {
-		n.lastNode = &status
+		n.lastNode, n.lastOffer = &status, published
 	}
 	n.mu.Unlock()
 	if cb == nil || !changed {

@@ -156,7 +156,7 @@ func Start(ctx context.Context, client kubernetes.Interface, cfg *Config, member
 	}()
 	// The node status callback exists now: publish the current status.
 	n.mu.Lock()
-	n.lastNode = nil
+	n.lastNode, n.lastOffer = nil, ""
 	n.mu.Unlock()
 	n.syncNode()
 	logger.Info("Overflow node running", "providers", len(members))

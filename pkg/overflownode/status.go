@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
 )
 
@@ -185,8 +186,23 @@ func (n *Node) NodeObject() *v1.Node {
 	node.Spec.Taints = []v1.Taint{{Key: TaintKey, Value: TaintValue, Effect: v1.TaintEffectNoSchedule}}
 	n.mu.Lock()
 	node.Status = n.nodeStatusLocked(nil)
+	published := n.offerLocked()
 	n.mu.Unlock()
+	if value, err := published.Encode(); err == nil {
+		node.Annotations = map[string]string{offer.Annotation: value}
+	}
 	return node
+}
+
+// offerLocked is what the node offers, per provider in dispatch order (the
+// scheduler counts each victim against one provider that can hold it).
+// Called with n.mu.
+func (n *Node) offerLocked() offer.Offer {
+	var o offer.Offer
+	for _, m := range n.members {
+		o.Providers = append(o.Providers, offer.Provider{Name: m.Config.Name, Healthy: m.healthy, Capacity: m.capacity.DeepCopy()})
+	}
+	return o
 }
 
 // nodeStatusLocked is the node's status: capacity is the sum over healthy

@@ -59,7 +59,9 @@ func (rt *Runtime) Options() []app.Option {
 // PerScheduler returns sluice's plugins for a caller that builds several
 // schedulers from one registry (upstream's scheduler_perf does, one per
 // workload): each scheduler, told apart by its informer factory, gets a
-// Runtime of its own, dropped when the scheduler's context ends.
+// Runtime of its own, dropped when the scheduler's context ends, whose
+// claim engine and return controller start when it is sealed (such
+// schedulers elect no leader and are never attached).
 func PerScheduler() frameworkruntime.Registry {
 	var mu sync.Mutex
 	runtimes := map[informers.SharedInformerFactory]frameworkruntime.Registry{}
@@ -69,7 +71,9 @@ func PerScheduler() frameworkruntime.Registry {
 		key := h.SharedInformerFactory()
 		reg, ok := runtimes[key]
 		if !ok {
-			reg = New().Registry()
+			rt := New()
+			rt.autoStart = true
+			reg = rt.Registry()
 			runtimes[key] = reg
 			go func() {
 				<-ctx.Done()

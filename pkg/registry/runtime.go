@@ -13,10 +13,15 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/dynamic"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedulerserverconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
 	"k8s.io/kubernetes/pkg/features"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
@@ -29,9 +34,6 @@ import (
 	"github.com/sluice-sched/sluice/pkg/returns"
 	"github.com/sluice-sched/sluice/pkg/slurm"
 )
-
-// claimStepInterval is how often the claim engine advances its claims.
-const claimStepInterval = 250 * time.Millisecond
 
 // Runtime is one scheduler's sluice: the facts its configuration states
 // once (fabric, classes and overflow nodes, Slurm, claims, return) and the
@@ -68,7 +70,21 @@ type Runtime struct {
 	// (OverflowPreemption): the claim engine and the return controller
 	// use its clients and record Events as its profile.
 	claimsHandle fwk.Handle
+	store        *claims.Store
+	budgets      *overflow.Budgets
 	engine       *claims.Engine
+	returns      *returns.Controller
+	// handles are the profiles' framework handles, by profile name (the
+	// first plugin of each that declared itself); fits the return
+	// controller's fit checks built from them; profiles the scheduler's
+	// configuration (Attach).
+	handles  map[string]fwk.Handle
+	fits     map[string]*returns.Fit
+	profiles []schedconfig.KubeSchedulerProfile
+	// started: the controllers run. autoStart: they start at the seal
+	// (schedulers that are never attached, scheduler_perf's).
+	started   bool
+	autoStart bool
 
 	// Built on first use, with the handle of the plugin that asked (its
 	// profile records the Events).
@@ -106,7 +122,9 @@ func state[T any](s *statement[T], what string, path *field.Path, value *T) erro
 }
 
 // New returns an empty runtime; its plugins (Registry, Options) fill it.
-func New() *Runtime { return &Runtime{} }
+func New() *Runtime {
+	return &Runtime{handles: map[string]fwk.Handle{}, fits: map[string]*returns.Fit{}}
+}
 
 // Declare is called by every plugin factory: it attaches the scheduler (its
 // context and a framework handle, for informers and clients) and records
@@ -119,6 +137,11 @@ func (rt *Runtime) Declare(ctx context.Context, h fwk.Handle, path *field.Path, 
 	}
 	if rt.handle == nil {
 		rt.ctx, rt.handle = ctx, h
+	}
+	if h != nil {
+		if _, ok := rt.handles[h.ProfileName()]; !ok {
+			rt.handles[h.ProfileName()] = h
+		}
 	}
 	for _, err := range []error{
 		state(&rt.stated.fabric, "the fabric", path.Child("fabric"), f.Fabric),
@@ -203,7 +226,12 @@ func (rt *Runtime) build() error {
 	}
 	rt.gangs = gang.NewGangs(labels, native, members, &rt.fabricCfg)
 	if rt.claimsHandle != nil {
-		rt.startClaims(rt.claimsHandle)
+		if err := rt.buildClaims(rt.claimsHandle); err != nil {
+			return err
+		}
+	}
+	if rt.autoStart {
+		rt.startLocked()
 	}
 	return nil
 }
@@ -318,21 +346,40 @@ func (rt *Runtime) Reporter(h fwk.Handle) (*gang.Reporter, error) {
 	return rt.reporter, nil
 }
 
-// Claims is the claim engine (nil unless a plugin asked for it with
-// RunClaims before the runtime was sealed).
-func (rt *Runtime) Claims() *claims.Engine {
-	return sealedField(rt, func() *claims.Engine { return rt.engine })
+// Claims is the store of research claims (nil unless a plugin asked for
+// the claim engine with RunClaims before the runtime was sealed).
+func (rt *Runtime) Claims() *claims.Store {
+	return sealedField(rt, func() *claims.Store { return rt.store })
 }
 
-// startClaims starts the claim engine and, when enabled, the return
-// controller (under rt.mu, while sealing).
-func (rt *Runtime) startClaims(h fwk.Handle) {
+// Budgets says which production pods may move, and what paces them.
+func (rt *Runtime) Budgets() *overflow.Budgets {
+	return sealedField(rt, func() *overflow.Budgets { return rt.budgets })
+}
+
+// ClaimsConfig is the claim engine's configuration.
+func (rt *Runtime) ClaimsConfig() config.ClaimsConfig {
+	return sealedField(rt, func() config.ClaimsConfig { return rt.claimsCfg })
+}
+
+// buildClaims builds the claim store, the budgets, the claim engine and
+// the return controller (under rt.mu, while sealing); they run once
+// StartControllers is called.
+func (rt *Runtime) buildClaims(h fwk.Handle) error {
 	ctx, informers := rt.ctx, h.SharedInformerFactory()
-	rt.engine = claims.NewEngine(claims.Config{
-		Waves:    overflow.NewWaves(h.ClientSet(), informers, h.EventRecorder(), overflow.MovePreemption),
-		Pods:     informers.Core().V1().Pods().Lister(),
-		Recorder: h.EventRecorder(),
-		Timeout:  time.Duration(rt.claimsCfg.WaveTimeoutSeconds) * time.Second,
+	dyn, err := dynamic.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return fmt.Errorf("research claims: %w", err)
+	}
+	rt.store = claims.NewStore(ctx, dyn, h.ClientSet().Discovery())
+	rt.budgets = overflow.NewBudgets(informers, rt.claimsCfg.DefaultMaxUnavailable)
+	rt.engine, err = claims.NewEngine(claims.Config{
+		Informers: informers,
+		Store:     rt.store,
+		Classes:   rt.classes,
+		Budgets:   rt.budgets,
+		Waves:     overflow.NewWaves(h.ClientSet(), h.EventRecorder(), overflow.MovePreemption),
+		Recorder:  h.EventRecorder(),
 		Activate: func(ctx context.Context, pods []*v1.Pod) {
 			byName := make(map[string]*v1.Pod, len(pods))
 			for _, p := range pods {
@@ -340,21 +387,131 @@ func (rt *Runtime) startClaims(h fwk.Handle) {
 			}
 			h.Activate(klog.FromContext(ctx), byName)
 		},
+		RetryBackoff: time.Duration(rt.claimsCfg.RetryBackoffSeconds) * time.Second,
 	})
-	go rt.engine.Run(ctx, claimStepInterval)
-	if !rt.returnCfg.Enabled {
+	if err != nil {
+		return err
+	}
+	if rt.returnCfg.Enabled {
+		var external capacity.External
+		if rt.slurmView != nil {
+			external = rt.slurmView
+		}
+		rt.returns = returns.New(returns.Config{
+			Return: &rt.returnCfg, Classes: rt.classes, Informers: informers,
+			Waves:    overflow.NewWaves(h.ClientSet(), h.EventRecorder(), overflow.MoveReturn),
+			Budgets:  rt.budgets,
+			Claimed:  rt.store.NodeClaimed,
+			External: external,
+			FitFor:   rt.fitFor,
+			Recorder: h.EventRecorder(),
+		})
+	}
+	return nil
+}
+
+// fitFor is the return controller's fit check for a profile of this
+// scheduler, built on first use from the profile's own plugins.
+func (rt *Runtime) fitFor(profile string) (*returns.Fit, bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if f, ok := rt.fits[profile]; ok {
+		return f, f != nil
+	}
+	h, ok := rt.handles[profile]
+	if !ok {
+		return nil, false
+	}
+	f, err := returns.NewFit(rt.ctx, h, rt.pluginConfig(profile))
+	if err != nil {
+		klog.FromContext(rt.ctx).Error(err, "No return fit check for this profile; its pods are not moved back", "profile", profile)
+	}
+	rt.fits[profile] = f
+	return f, f != nil
+}
+
+// pluginConfig is a profile's plugin args: as the scheduler's
+// configuration gives them (Attach), or kube-scheduler's defaults.
+func (rt *Runtime) pluginConfig(profile string) []schedconfig.PluginConfig {
+	for _, p := range rt.profiles {
+		if p.SchedulerName == profile {
+			return p.PluginConfig
+		}
+	}
+	def, err := latest.Default()
+	if err != nil || len(def.Profiles) == 0 {
+		return nil
+	}
+	return def.Profiles[0].PluginConfig
+}
+
+// Attach hands the runtime its scheduler's completed configuration, after
+// kube-scheduler's Setup and before its Run: the profiles' plugin args (for
+// the return controller's fit checks), and its leader election. The claim
+// engine and the return controller run only on the replica that leads:
+// without leader election they start now; with it, once this replica
+// first holds the scheduler's own Lease (kube-scheduler exits when it loses
+// it, and its controllers with it).
+func (rt *Runtime) Attach(cc *schedulerserverconfig.CompletedConfig) {
+	rt.mu.Lock()
+	rt.profiles = cc.ComponentConfig.Profiles
+	rt.mu.Unlock()
+	if cc.LeaderElection == nil {
+		rt.StartControllers()
 		return
 	}
-	var external capacity.External
-	if rt.slurmView != nil {
-		external = rt.slurmView
+	cc.LeaderElection.Lock = &leadingLock{Interface: cc.LeaderElection.Lock, lead: rt.StartControllers}
+}
+
+// StartControllers starts the claim engine and the return controller,
+// once; the runtime must be sealed (it is, after kube-scheduler's Setup).
+func (rt *Runtime) StartControllers() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.sealed && rt.err == nil {
+		rt.startLocked()
 	}
-	rc := returns.New(returns.Config{
-		Return: &rt.returnCfg, Classes: rt.classes, Client: h.ClientSet(), Informers: informers,
-		Waves:  overflow.NewWaves(h.ClientSet(), informers, h.EventRecorder(), overflow.MoveReturn),
-		Claims: rt.engine, External: external,
-	})
-	go rc.Run(ctx)
+}
+
+func (rt *Runtime) startLocked() {
+	if rt.started {
+		return
+	}
+	rt.started = true
+	if rt.engine != nil {
+		go rt.engine.Run(rt.ctx)
+	}
+	if rt.returns != nil {
+		go rt.returns.Run(rt.ctx)
+	}
+}
+
+// leadingLock is the scheduler's leader-election lock, telling the runtime
+// when this replica first holds it: the lock is written only by its
+// holder, so a write under this replica's identity that succeeds means it
+// leads.
+type leadingLock struct {
+	resourcelock.Interface
+	once sync.Once
+	lead func()
+}
+
+func (l *leadingLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Create(ctx, ler)
+	l.written(err, ler)
+	return err
+}
+
+func (l *leadingLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Update(ctx, ler)
+	l.written(err, ler)
+	return err
+}
+
+func (l *leadingLock) written(err error, ler resourcelock.LeaderElectionRecord) {
+	if err == nil && ler.HolderIdentity != "" && ler.HolderIdentity == l.Identity() {
+		l.once.Do(func() { go l.lead() })
+	}
 }
 
 // Defaults of facts nobody states: the v1 defaults, converted.

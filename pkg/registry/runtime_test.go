@@ -78,10 +78,10 @@ func TestDefaultFacts(t *testing.T) {
 	if got := defaultSlurm(); got.Endpoint != "" || got.MaxStalenessSeconds != 60 || got.FailureMode != config.SlurmFailClosed {
 		t.Errorf("Slurm defaults %+v", got)
 	}
-	if got := defaultClaims(); got.WaveTimeoutSeconds != 600 {
+	if got := defaultClaims(); got.WaveTimeoutSeconds != 600 || got.ReplacementTimeoutSeconds != 300 || got.DefaultMaxUnavailable.String() != "25%" {
 		t.Errorf("claims defaults %+v", got)
 	}
-	if got := defaultReturn(); !got.Enabled || got.HysteresisSeconds != 120 || got.LeaseName != "sluice-return" {
+	if got := defaultReturn(); !got.Enabled || got.HysteresisSeconds != 120 || got.WaveTimeoutSeconds != 300 {
 		t.Errorf("return defaults %+v", got)
 	}
 	if got := defaultOverflow(); got.OverflowNodeSelector != "type=virtual-kubelet" {

@@ -3,30 +3,28 @@
 
 // Package returns is the return controller: it moves production pods from
 // the overflow nodes back to physical ones once room for them has stayed
-// free for a hysteresis window, one PodDisruptionBudget-safe wave at a
-// time. One runs per scheduler, in its runtime, on the replica that holds
-// its Lease.
+// free for a hysteresis window, one budget-paced wave at a time. One runs
+// per scheduler, in its runtime, only on the replica that leads.
 package returns
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/capacity"
@@ -34,15 +32,30 @@ import (
 	"github.com/sluice-sched/sluice/pkg/overflow"
 )
 
-// Controller moves production pods from overflow nodes back to physical ones.
-// A pod moves once physical room for it (with room counted for the other
-// pods ahead of it) has stayed free for the hysteresis window; capacity
-// that flaps resets the window, so pods do not ping-pong. It moves nothing
-// while research waits or a research claim runs, and one PDB-respecting
-// wave at a time, at most maxPodsPerWave pods, minWaveInterval apart. Its
-// replacement lands physical because InferencePacking scores overflow
-// nodes last. It runs only where it holds its own Lease, so one of the
-// scheduler's replicas moves pods.
+// Event reasons, for users to grep.
+const (
+	// ReasonWaveTimedOut: on a pod of a return wave whose replacement was
+	// not Ready on a physical node in time.
+	ReasonWaveTimedOut = "ReturnWaveTimedOut"
+	// ReasonPlanned: on a pod on an overflow node, physical room for it
+	// appeared; its hysteresis window starts.
+	ReasonPlanned = "ReturnPlanned"
+	// ReasonDeferred: on a pod whose window started, the room was taken
+	// again before the window ended: it stays.
+	ReasonDeferred = "ReturnDeferred"
+)
+
+// Controller moves production pods from overflow nodes back to physical
+// ones. Where a pod may go is asked of its own profile's Filter plugins
+// (Fit), over the physical nodes no live claim holds, with what Slurm
+// holds taken out and research first: every research pod waiting that
+// fits somewhere is placed before any production pod, so returns take only
+// room no waiting research could use. A pod moves once such room has
+// stayed free for it for the hysteresis window; capacity that flaps resets
+// the window, so pods do not ping-pong. A wave is at most maxPodsPerWave
+// pods, paced by their budgets, minWaveInterval apart; the next waits
+// until the pods of the last one have their own replacements Ready on a
+// physical node, or the wave times out.
 type Controller struct {
 	cfg Config
 
@@ -50,33 +63,41 @@ type Controller struct {
 	nodes corelisters.NodeLister
 
 	fitsSince map[types.UID]time.Time
-	wave      *overflow.Wave
-	lastWave  time.Time
-}
-
-// Claims says whether a research claim is in progress (the claim engine).
-type Claims interface {
-	Active() bool
+	// current is the wave in flight (nil: none); the pod handler reads
+	// it.
+	current  atomic.Pointer[wave]
+	lastWave time.Time
 }
 
 // Config is what a return controller needs.
 type Config struct {
 	Return  *config.ReturnConfig
 	Classes *overflow.Classes
-	// Client talks to the apiserver (Leases); Informers are the
-	// scheduler's.
-	Client    kubernetes.Interface
+	// Informers are the scheduler's.
 	Informers informers.SharedInformerFactory
 	// Waves evicts (reason overflow.MoveReturn).
 	Waves *overflow.Waves
-	// Claims is the claim engine: no returns while it runs a claim.
-	Claims Claims
+	// Budgets says which pods may move and what paces them.
+	Budgets *overflow.Budgets
+	// Claimed reports the nodes live research claims hold: nothing
+	// returns there.
+	Claimed func(node string) bool
 	// External is the Slurm view (nil without Slurm).
 	External capacity.External
+	// FitFor is the fit check of a scheduler profile by its name; false
+	// for a profile that is not this scheduler's.
+	FitFor func(schedulerName string) (*Fit, bool)
+	// Recorder records Events on pods of timed-out waves.
+	Recorder events.EventRecorder
+	// Clock is the real clock unless a test sets one.
+	Clock clock.WithTicker
 }
 
 // New builds a return controller; Run starts it.
 func New(cfg Config) *Controller {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	return &Controller{
 		cfg:       cfg,
 		pods:      cfg.Informers.Core().V1().Pods().Lister(),
@@ -85,55 +106,57 @@ func New(cfg Config) *Controller {
 	}
 }
 
-// Run competes for the Lease until ctx ends and works while it leads.
+// Run looks every pollIntervalSeconds until ctx ends.
 func (r *Controller) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("return")
-	host, _ := os.Hostname()
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: r.cfg.Return.LeaseNamespace, Name: r.cfg.Return.LeaseName},
-		Client:     r.cfg.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())},
+	ctx = klog.NewContext(ctx, logger)
+	inf := r.cfg.Informers
+	if !cache.WaitForCacheSync(ctx.Done(), inf.Core().V1().Pods().Informer().HasSynced, inf.Core().V1().Nodes().Informer().HasSynced,
+		inf.Policy().V1().PodDisruptionBudgets().Informer().HasSynced, inf.Apps().V1().ReplicaSets().Informer().HasSynced,
+		inf.Apps().V1().StatefulSets().Informer().HasSynced, inf.Core().V1().ReplicationControllers().Informer().HasSynced) {
+		return
 	}
-	for ctx.Err() == nil {
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-			ReleaseOnCancel: true, Name: "sluice-return",
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
-					logger.Info("Return controller leading")
-					r.loop(klog.NewContext(ctx, logger))
-				},
-				OnStoppedLeading: func() { logger.Info("Return controller stopped leading") },
-			},
-		})
-		if err != nil {
-			logger.Error(err, "Return controller cannot elect a leader")
-			return
-		}
-		le.Run(ctx)
-		select {
-		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
-		}
+	// Replacements are seen as they turn Ready, not only at ticks: one
+	// may be moved on again (by a claim) before the next tick.
+	reg, err := inf.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    r.observe,
+		UpdateFunc: func(_, obj any) { r.observe(obj) },
+	})
+	if err != nil {
+		logger.Error(err, "Return controller cannot watch pods")
+		return
 	}
-}
-
-func (r *Controller) loop(ctx context.Context) {
-	ticker := time.NewTicker(time.Duration(r.cfg.Return.PollIntervalSeconds) * time.Second)
+	defer func() { _ = inf.Core().V1().Pods().Informer().RemoveEventHandler(reg) }()
+	logger.Info("Return controller running")
+	ticker := r.cfg.Clock.NewTicker(time.Duration(r.cfg.Return.PollIntervalSeconds) * time.Second)
 	defer ticker.Stop()
 	for {
-		r.tick(ctx, time.Now())
+		r.Tick(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-ticker.C():
 		}
 	}
 }
 
-// tick looks once: counts, waits for the running wave, and starts the next.
-func (r *Controller) tick(ctx context.Context, now time.Time) {
+func (r *Controller) observe(obj any) {
+	w := r.current.Load()
+	if p, ok := obj.(*v1.Pod); ok && w != nil {
+		w.observe(p, r.physical)
+	}
+}
+
+// physical reports whether a node is a physical (not overflow) node.
+func (r *Controller) physical(name string) bool {
+	n, err := r.nodes.Get(name)
+	return err == nil && !r.cfg.Classes.IsOverflowNode(n)
+}
+
+// Tick looks once: counts, waits for the running wave, and starts the next.
+func (r *Controller) Tick(ctx context.Context) {
 	logger := klog.FromContext(ctx)
+	now := r.cfg.Clock.Now()
 	pods, err := r.pods.List(labels.Everything())
 	if err != nil {
 		return
@@ -154,25 +177,38 @@ func (r *Controller) tick(ctx context.Context, now time.Time) {
 	}
 	metrics.ProductionOnOverflow.Set(float64(onOverflow))
 
-	if r.wave != nil {
-		if !r.cfg.Waves.Done(r.wave) {
+	if w := r.current.Load(); w != nil {
+		for _, p := range pods {
+			w.observe(p, r.physical)
+		}
+		gone := func(p *v1.Pod) bool {
+			cur, err := r.pods.Pods(p.Namespace).Get(p.Name)
+			return err != nil || cur.UID != p.UID
+		}
+		switch {
+		case w.done(gone):
+			logger.V(2).Info("Return wave done", "pods", len(w.pods))
+		case now.Sub(w.started) > time.Duration(r.cfg.Return.WaveTimeoutSeconds)*time.Second:
+			r.timedOut(ctx, w)
+		default:
 			return
 		}
-		r.wave = nil
+		r.current.Store(nil)
 	}
-	if why := r.researchNeedsRoom(pods); why != "" {
-		if len(r.fitsSince) > 0 {
-			logger.V(4).Info("No return moves while research waits", "why", why)
-		}
-		clear(r.fitsSince)
-		return
-	}
-	ready := r.movable(pods, nodes, byName, now)
+	ready := r.movable(ctx, pods, nodes, byName, now)
 	if len(ready) == 0 || now.Sub(r.lastWave) < time.Duration(r.cfg.Return.MinWaveIntervalSeconds)*time.Second {
 		return
 	}
 	var moved []*v1.Pod
-	for _, p := range r.cfg.Waves.Next(ready, int(r.cfg.Return.MaxPodsPerWave)) {
+	taken := map[string]int{}
+	for _, p := range ready {
+		if len(moved) >= int(r.cfg.Return.MaxPodsPerWave) {
+			break
+		}
+		budget, why := r.cfg.Budgets.Of(p)
+		if why != "" || budget.Allowed-taken[budget.Name] <= 0 || budget.Capacity-taken[budget.Name] <= 0 {
+			continue
+		}
 		note := fmt.Sprintf("physical room for it has been free for %ds; its replacement goes back to a physical node", r.cfg.Return.HysteresisSeconds)
 		ok, err := r.cfg.Waves.Evict(ctx, p, note)
 		if err != nil {
@@ -180,6 +216,7 @@ func (r *Controller) tick(ctx context.Context, now time.Time) {
 			continue
 		}
 		if ok {
+			taken[budget.Name]++
 			moved = append(moved, p)
 			delete(r.fitsSince, p.UID)
 		}
@@ -187,41 +224,52 @@ func (r *Controller) tick(ctx context.Context, now time.Time) {
 	if len(moved) > 0 {
 		metrics.ReturnMoves.Add(float64(len(moved)))
 		metrics.OverflowWaves.WithLabelValues(overflow.MoveReturn).Inc()
-		r.wave, r.lastWave = &overflow.Wave{Pods: moved, Started: now}, now
+		r.current.Store(newWave(moved, now))
+		r.lastWave = now
 		logger.V(2).Info("Return wave started", "pods", len(moved))
 	}
 }
 
-// researchNeedsRoom says why research may need the physical room: a claim
-// in progress, or a research pod waiting to be placed.
-func (r *Controller) researchNeedsRoom(pods []*v1.Pod) string {
-	if r.cfg.Claims != nil && r.cfg.Claims.Active() {
-		return "a research claim is in progress"
+func (r *Controller) event(p *v1.Pod, reason, format string, args ...any) {
+	if r.cfg.Recorder != nil {
+		r.cfg.Recorder.Eventf(p, nil, v1.EventTypeNormal, reason, "Returning", format, args...)
 	}
-	for _, p := range pods {
-		if r.cfg.Classes.IsResearch(p) && p.Spec.NodeName == "" && p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 {
-			return fmt.Sprintf("research pod %s/%s is waiting", p.Namespace, p.Name)
-		}
-	}
-	return ""
 }
 
-// movable returns the production pods on overflow nodes whose room on a
-// physical node has been free for the hysteresis window, oldest first.
-func (r *Controller) movable(pods []*v1.Pod, nodes []*v1.Node, byName map[string]*v1.Node, now time.Time) []*v1.Pod {
-	free := r.physicalFree(pods, nodes)
-	names := make([]string, 0, len(free))
-	for n := range free {
-		names = append(names, n)
+// timedOut gives up waiting for the running wave.
+func (r *Controller) timedOut(ctx context.Context, w *wave) {
+	timeout := time.Duration(r.cfg.Return.WaveTimeoutSeconds) * time.Second
+	klog.FromContext(ctx).Info("Return wave timed out; the next wave no longer waits for it", "pods", len(w.pods), "timeout", timeout)
+	if r.cfg.Recorder == nil {
+		return
 	}
-	sort.Strings(names)
+	for _, p := range w.pods {
+		r.cfg.Recorder.Eventf(p, nil, v1.EventTypeWarning, ReasonWaveTimedOut, "Returning",
+			"its replacement was not Ready on a physical node %s after it was moved back; returns go on without it", timeout)
+	}
+}
+
+// movable returns the production pods on overflow nodes for which physical
+// room has been free for the hysteresis window, oldest first.
+func (r *Controller) movable(ctx context.Context, pods []*v1.Pod, nodes []*v1.Node, byName map[string]*v1.Node, now time.Time) []*v1.Pod {
+	snap := r.physicalSnapshot(pods, nodes)
+	// Research first: each waiting research pod that fits takes its room.
+	for _, p := range pods {
+		if !r.cfg.Classes.IsResearch(p) || p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" ||
+			p.DeletionTimestamp != nil || len(p.Spec.SchedulingGates) > 0 || terminal(p) {
+			continue
+		}
+		if fit, ok := r.cfg.FitFor(p.Spec.SchedulerName); ok {
+			fit.Place(ctx, snap, p)
+		}
+	}
 	var candidates []*v1.Pod
 	for _, p := range pods {
 		if r.cfg.Classes.Eligible(p) && r.cfg.Classes.IsOverflowNode(byName[p.Spec.NodeName]) && podReady(p) {
 			candidates = append(candidates, p)
 		}
 	}
-	sort.Slice(candidates, func(i, j int) bool {
+	sort.SliceStable(candidates, func(i, j int) bool {
 		return candidates[i].CreationTimestamp.Before(&candidates[j].CreationTimestamp)
 	})
 	seen := map[types.UID]bool{}
@@ -229,23 +277,22 @@ func (r *Controller) movable(pods []*v1.Pod, nodes []*v1.Node, byName map[string
 	hysteresis := time.Duration(r.cfg.Return.HysteresisSeconds) * time.Second
 	for _, p := range candidates {
 		seen[p.UID] = true
-		shape := capacity.ShapeOf(p)
-		req := capacity.RequestsOf(p)
-		fits := false
-		for _, n := range names {
-			if shape.Eligible(byName[n]) && shape.Fit(free[n]) >= 1 {
-				free[n] = free[n].Sub(req)
-				fits = true
-				break
-			}
+		fit, ok := r.cfg.FitFor(p.Spec.SchedulerName)
+		if !ok {
+			continue
 		}
+		node, fits := fit.Place(ctx, snap, p)
 		if !fits {
-			delete(r.fitsSince, p.UID)
+			if _, ok := r.fitsSince[p.UID]; ok {
+				delete(r.fitsSince, p.UID)
+				r.event(p, ReasonDeferred, "the physical room it would return to was taken again before %s passed; it stays until room stays free", hysteresis)
+			}
 			continue
 		}
 		since, ok := r.fitsSince[p.UID]
 		if !ok {
 			r.fitsSince[p.UID] = now
+			r.event(p, ReasonPlanned, "room for it on physical node %s (and maybe others); it moves back once room has stayed free for %s", node, hysteresis)
 			continue
 		}
 		if now.Sub(since) >= hysteresis {
@@ -260,40 +307,59 @@ func (r *Controller) movable(pods []*v1.Pod, nodes []*v1.Node, byName map[string
 	return ready
 }
 
-// physicalFree is what is free on Ready, schedulable physical nodes, with
-// pods (and research pods nominated there) counted, and what Slurm holds.
-func (r *Controller) physicalFree(pods []*v1.Pod, nodes []*v1.Node) map[string]capacity.Resources {
-	byNode := map[string][]*v1.Pod{}
-	for _, p := range pods {
-		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
-			continue
-		}
-		node := p.Spec.NodeName
-		if node == "" {
-			node = p.Status.NominatedNodeName
-		}
-		if node != "" {
-			byNode[node] = append(byNode[node], p)
-		}
-	}
-	free := map[string]capacity.Resources{}
+// physicalSnapshot is the physical nodes production may return to (Ready,
+// schedulable, usable by Slurm, held by no live claim), each with what
+// Slurm holds taken out of its allocatable, and the pods on them (research
+// pods nominated there counted as if bound).
+func (r *Controller) physicalSnapshot(pods []*v1.Pod, nodes []*v1.Node) *internalcache.Snapshot {
+	var keep []*v1.Node
+	names := map[string]bool{}
 	for _, n := range nodes {
-		if r.cfg.Classes.IsOverflowNode(n) || !overflow.NodeReady(n) || n.Spec.Unschedulable {
+		if r.cfg.Classes.IsOverflowNode(n) || !overflow.NodeReady(n) || n.Spec.Unschedulable || r.cfg.Claimed(n.Name) {
 			continue
 		}
-		var held map[v1.ResourceName]int64
 		if r.cfg.External != nil {
-			usable, h := r.cfg.External.NodeExternal(n)
+			usable, held := r.cfg.External.NodeExternal(n)
 			if !usable {
 				continue
 			}
-			held = h
+			if len(held) > 0 {
+				n = withHeld(n, held)
+			}
 		}
-		ni := framework.NewNodeInfo(byNode[n.Name]...)
-		ni.SetNode(n)
-		free[n.Name] = capacity.FreeOf(ni, held)
+		keep = append(keep, n)
+		names[n.Name] = true
 	}
-	return free
+	var on []*v1.Pod
+	for _, p := range pods {
+		if terminal(p) {
+			continue
+		}
+		switch {
+		case names[p.Spec.NodeName]:
+			on = append(on, p)
+		case p.Spec.NodeName == "" && names[p.Status.NominatedNodeName]:
+			q := p.DeepCopy()
+			q.Spec.NodeName = p.Status.NominatedNodeName
+			on = append(on, q)
+		}
+	}
+	return internalcache.NewSnapshot(on, keep)
+}
+
+// withHeld is a copy of node whose allocatable leaves out what Slurm holds.
+func withHeld(node *v1.Node, held map[v1.ResourceName]int64) *v1.Node {
+	n := node.DeepCopy()
+	for name, h := range held {
+		if q, ok := n.Status.Allocatable[name]; ok {
+			n.Status.Allocatable[name] = *resource.NewQuantity(max(q.Value()-h, 0), q.Format)
+		}
+	}
+	return n
+}
+
+func terminal(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
 }
 
 func podReady(p *v1.Pod) bool {

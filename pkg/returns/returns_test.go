@@ -5,39 +5,54 @@ package returns
 
 import (
 	"context"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 )
 
-type claimsRunning bool
-
-func (c claimsRunning) Active() bool { return bool(c) }
-
 // world is a physical node n0 (8 GPUs), an overflow node vk running one
-// production pod of 8 GPUs, and a fake apiserver that takes evictions.
+// production pod of 8 GPUs (a ReplicaSet's), a fake apiserver that takes
+// evictions, and the default profile's filters as the fit check.
 type world struct {
 	t         *testing.T
 	informers informers.SharedInformerFactory
 	rc        *Controller
+	clock     *testingclock.FakeClock
+	claimed   map[string]bool
+	recorder  *events.FakeRecorder
 	mu        sync.Mutex
 	evicted   []string
 }
 
-func newWorld(t *testing.T, claims Claims) *world {
-	w := &world{t: t}
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+func newWorld(t *testing.T) *world {
+	ctx := t.Context()
+	w := &world{t: t, clock: testingclock.NewFakeClock(t0), claimed: map[string]bool{}, recorder: events.NewFakeRecorder(100)}
 	client := fake.NewClientset()
 	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "eviction" {
@@ -54,27 +69,72 @@ func newWorld(t *testing.T, claims Claims) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fit := defaultFit(t, ctx, client, w.informers)
 	w.rc = New(Config{
-		Return:  &config.ReturnConfig{Enabled: true, HysteresisSeconds: 60, MaxPodsPerWave: 10, PollIntervalSeconds: 1},
-		Classes: classes, Client: client, Informers: w.informers,
-		Waves:  overflow.NewWaves(client, w.informers, events.NewFakeRecorder(10), overflow.MoveReturn),
-		Claims: claims,
+		Return:  &config.ReturnConfig{Enabled: true, HysteresisSeconds: 60, MaxPodsPerWave: 10, PollIntervalSeconds: 1, WaveTimeoutSeconds: 300},
+		Classes: classes, Informers: w.informers,
+		Waves:    overflow.NewWaves(client, w.recorder, overflow.MoveReturn),
+		Budgets:  overflow.NewBudgets(w.informers, intstr.FromString("25%")),
+		Claimed:  func(n string) bool { return w.claimed[n] },
+		FitFor:   func(string) (*Fit, bool) { return fit, true },
+		Recorder: w.recorder,
+		Clock:    w.clock,
 	})
 	gpu8 := map[v1.ResourceName]string{"cpu": "64", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}
-	n0 := st.MakeNode().Name("n0").Capacity(gpu8).Obj()
+	n0 := st.MakeNode().Name("n0").Label("kubernetes.io/hostname", "n0").Capacity(gpu8).Obj()
 	vk := st.MakeNode().Name("vk").Label("type", "virtual-kubelet").Capacity(gpu8).Obj()
 	for _, n := range []*v1.Node{n0, vk} {
 		n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
 		w.store(n)
 	}
-	serve := st.MakePod().Namespace("prod").Name("serve").UID("serve").Node("vk").
-		Req(map[v1.ResourceName]string{"nvidia.com/gpu": "8"}).Toleration("virtual-kubelet.io/provider").Obj()
-	serve.Spec.PriorityClassName = "production"
-	serve.Status.Phase = v1.PodRunning
-	serve.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
-	w.store(serve)
+	w.store(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "serve", UID: "rs-serve"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](1)}})
+	w.store(w.serving("serve", "vk", 8))
 	return w
 }
+
+func TestMain(m *testing.M) {
+	// kube-scheduler registers its metrics before building frameworks.
+	schedmetrics.Register()
+	os.Exit(m.Run())
+}
+
+// defaultFit is the fit check of kube-scheduler's default profile.
+func defaultFit(t *testing.T, ctx context.Context, client *fake.Clientset, inf informers.SharedInformerFactory) *Fit {
+	t.Helper()
+	cfg, err := latest.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := cfg.Profiles[0]
+	fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), &profile,
+		frameworkruntime.WithClientSet(client), frameworkruntime.WithInformerFactory(inf),
+		frameworkruntime.WithSnapshotSharedLister(internalcache.NewEmptySnapshot()),
+		frameworkruntime.WithEventRecorder(events.NewFakeRecorder(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit, err := NewFit(ctx, fw, profile.PluginConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fit
+}
+
+// serving is a Ready production pod of ReplicaSet serve on node.
+func (w *world) serving(name, node string, gpus int) *v1.Pod {
+	p := st.MakePod().Namespace("prod").Name(name).UID(name).Node(node).Label("app", "serve").
+		OwnerReference("serve", appsv1.SchemeGroupVersion.WithKind("ReplicaSet")).
+		Req(map[v1.ResourceName]string{"nvidia.com/gpu": itoa(gpus)}).Toleration("virtual-kubelet.io/provider").Obj()
+	p.OwnerReferences[0].UID = "rs-serve"
+	p.OwnerReferences[0].Controller = ptr.To(true)
+	p.Spec.PriorityClassName = "production"
+	p.Status.Phase = v1.PodRunning
+	p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	p.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour))
+	return p
+}
+
+func itoa(n int) string { return string(rune('0' + n)) }
 
 func (w *world) store(obj runtime.Object) {
 	w.t.Helper()
@@ -84,6 +144,8 @@ func (w *world) store(obj runtime.Object) {
 		err = w.informers.Core().V1().Nodes().Informer().GetStore().Update(o)
 	case *v1.Pod:
 		err = w.informers.Core().V1().Pods().Informer().GetStore().Update(o)
+	case *appsv1.ReplicaSet:
+		err = w.informers.Apps().V1().ReplicaSets().Informer().GetStore().Update(o)
 	}
 	if err != nil {
 		w.t.Fatal(err)
@@ -108,63 +170,200 @@ func (w *world) moves() int {
 	return len(w.evicted)
 }
 
+// at ticks the controller at t0 + d.
+func (w *world) at(d time.Duration) {
+	w.clock.SetTime(t0.Add(d))
+	w.rc.Tick(w.t.Context())
+}
+
 // TestHysteresis: production moves back only once physical room for it
 // has stayed free for the whole window; room that is taken again resets
 // the window.
 func TestHysteresis(t *testing.T) {
-	w := newWorld(t, claimsRunning(false))
-	ctx := context.Background()
-	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	w := newWorld(t)
 	w.store(filler())
-
-	w.rc.tick(ctx, t0) // no room
+	w.at(0) // no room
 	w.remove(filler())
-	w.rc.tick(ctx, t0.Add(10*time.Second)) // room: the window starts at 10 s
-	w.rc.tick(ctx, t0.Add(69*time.Second)) // 59 s of room
+	w.at(10 * time.Second) // room: the window starts at 10 s
+	w.at(69 * time.Second) // 59 s of room
 	if w.moves() != 0 {
 		t.Fatalf("moved after %s of room, before the 60 s window", 59*time.Second)
 	}
 	// Taken again at 69 s, free again at 80 s: the window starts over.
 	w.store(filler())
-	w.rc.tick(ctx, t0.Add(70*time.Second))
+	w.at(70 * time.Second)
 	w.remove(filler())
-	w.rc.tick(ctx, t0.Add(80*time.Second))
-	w.rc.tick(ctx, t0.Add(139*time.Second))
+	w.at(80 * time.Second)
+	w.at(139 * time.Second)
 	if w.moves() != 0 {
 		t.Fatal("flapping room moved production back")
 	}
-	w.rc.tick(ctx, t0.Add(140*time.Second)) // 60 s of room since 80 s
+	w.at(140 * time.Second) // 60 s of room since 80 s
 	if w.moves() != 1 {
 		t.Fatalf("%d moves after a full window of room, want 1", w.moves())
 	}
+	// Each window that started says so, and the one cut short too.
+	counts := map[string]int{}
+	for len(w.recorder.Events) > 0 {
+		e := <-w.recorder.Events
+		for _, r := range []string{ReasonPlanned, ReasonDeferred} {
+			if strings.Contains(e, r) {
+				counts[r]++
+			}
+		}
+	}
+	if counts[ReasonPlanned] != 2 || counts[ReasonDeferred] != 1 {
+		t.Errorf("events %v, want 2 %s and 1 %s", counts, ReasonPlanned, ReasonDeferred)
+	}
 }
 
-// TestNoReturnsWhileResearchNeedsRoom: a running claim, or a research pod
-// waiting, keeps production on the overflow node.
-func TestNoReturnsWhileResearchNeedsRoom(t *testing.T) {
+// TestResearchTakesOnlyWhatItCanUse: a waiting research pod that fits the
+// free node keeps production away from it, and so does a claim on the
+// node; research that can never run, or a claim elsewhere, does not hold
+// returns back.
+func TestResearchTakesOnlyWhatItCanUse(t *testing.T) {
+	research := func(name string, gpus string, selector map[string]string) *v1.Pod {
+		p := st.MakePod().Namespace("research").Name(name).UID(name).NodeSelector(selector).
+			Req(map[v1.ResourceName]string{"nvidia.com/gpu": gpus}).Obj()
+		p.Spec.PriorityClassName = "research"
+		return p
+	}
 	for _, tt := range []struct {
 		name    string
-		claims  Claims
-		waiting bool
+		pod     *v1.Pod
+		claimed string
+		moves   int
 	}{
-		{"a claim runs", claimsRunning(true), false},
-		{"a research pod waits", claimsRunning(false), true},
+		{"a research pod that fits n0 waits", research("fits", "8", nil), "", 0},
+		{"n0 is claimed", nil, "n0", 0},
+		{"a research pod wants 16 GPUs (no node has them)", research("never", "16", nil), "", 1},
+		{"a research pod selects nodes that do not exist", research("nowhere", "8", map[string]string{"pool": "gone"}), "", 1},
+		{"another node is claimed", nil, "n9", 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWorld(t, tt.claims)
-			if tt.waiting {
-				p := st.MakePod().Namespace("research").Name("wait").UID("wait").Obj()
-				p.Spec.PriorityClassName = "research"
-				w.store(p)
+			w := newWorld(t)
+			if tt.pod != nil {
+				w.store(tt.pod)
 			}
-			ctx := context.Background()
-			t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+			if tt.claimed != "" {
+				w.claimed[tt.claimed] = true
+			}
 			for i := range 5 {
-				w.rc.tick(ctx, t0.Add(time.Duration(i)*time.Minute))
+				w.at(time.Duration(i) * time.Minute)
 			}
-			if w.moves() != 0 {
-				t.Errorf("%d pods moved back while research needs the room", w.moves())
+			if w.moves() != tt.moves {
+				t.Errorf("%d pods moved back, want %d", w.moves(), tt.moves)
 			}
 		})
+	}
+}
+
+// TestFitIsTheProfiles: the fit check is the profile's own Filter
+// plugins: a pod whose required anti-affinity n0 violates, or whose
+// spread constraint it would break, stays where it is, though n0 has the
+// GPUs.
+func TestFitIsTheProfiles(t *testing.T) {
+	antiAffinity := func(p *v1.Pod) {
+		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "serve"}}, TopologyKey: "kubernetes.io/hostname",
+		}}}}
+	}
+	w := newWorld(t)
+	// n0 runs a 1-GPU replica of serve; serve on vk wants 4 and must not
+	// share a node with another replica.
+	w.store(w.serving("serve-small", "n0", 1))
+	big := w.serving("serve", "vk", 4)
+	antiAffinity(big)
+	w.store(big)
+	for i := range 5 {
+		w.at(time.Duration(i) * time.Minute)
+	}
+	if w.moves() != 0 {
+		t.Fatalf("%d pods moved back onto a node their anti-affinity forbids", w.moves())
+	}
+	// Without the anti-affinity it fits.
+	w.store(w.serving("serve", "vk", 4))
+	for i := 5; i < 8; i++ {
+		w.at(time.Duration(i) * time.Minute)
+	}
+	if w.moves() != 1 {
+		t.Fatalf("%d moves once the pod fits, want 1", w.moves())
+	}
+}
+
+// TestBarePodsStay: a production pod without a controller is never moved
+// back: nothing would recreate it.
+func TestBarePodsStay(t *testing.T) {
+	w := newWorld(t)
+	bare := w.serving("serve", "vk", 8)
+	bare.OwnerReferences = nil
+	w.store(bare)
+	for i := range 5 {
+		w.at(time.Duration(i) * time.Minute)
+	}
+	if w.moves() != 0 {
+		t.Fatalf("a bare pod was evicted from the overflow node")
+	}
+}
+
+// TestWaveTimesOut: a wave whose replacement never turns Ready holds the
+// next one back only for waveTimeoutSeconds, and says so.
+func TestWaveTimesOut(t *testing.T) {
+	w := newWorld(t)
+	w.store(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "serve", UID: "rs-serve"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2)}})
+	second := w.serving("serve-2", "vk", 0)
+	second.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+	w.store(second)
+	w.rc.cfg.Return.MaxPodsPerWave = 1
+	w.at(0)
+	w.at(time.Minute)
+	if w.moves() != 1 {
+		t.Fatalf("%d moves, want the first wave of 1", w.moves())
+	}
+	// The evicted pod is gone, and no replacement ever turns Ready.
+	w.remove(w.serving("serve", "vk", 8))
+	for d := 2 * time.Minute; d <= 6*time.Minute; d += time.Minute {
+		w.at(d)
+	}
+	if w.moves() != 1 {
+		t.Fatalf("%d moves while the first wave runs, want 1", w.moves())
+	}
+	w.at(7 * time.Minute) // 6 min after the wave: past the 5 min timeout
+	w.at(8 * time.Minute)
+	if w.moves() != 2 {
+		t.Fatalf("%d moves after the wave timed out, want 2", w.moves())
+	}
+	found := false
+	for len(w.recorder.Events) > 0 {
+		if e := <-w.recorder.Events; strings.Contains(e, ReasonWaveTimedOut) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no %s event", ReasonWaveTimedOut)
+	}
+}
+
+// TestReplacementSeenOnce: a wave ends once each replacement has been
+// Ready on a physical node, even if it is moved on again (a research
+// claim evicting it) before the controller looks.
+func TestReplacementSeenOnce(t *testing.T) {
+	w := newWorld(t)
+	w.store(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "serve", UID: "rs-serve"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2)}})
+	second := w.serving("serve-2", "vk", 0)
+	second.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+	w.store(second)
+	w.rc.cfg.Return.MaxPodsPerWave = 1
+	w.at(0)
+	w.at(time.Minute)
+	w.remove(w.serving("serve", "vk", 8))
+	// Its replacement turns Ready on n0 (the pod handler sees it), then
+	// is evicted by a claim before the next tick.
+	replacement := w.serving("serve-new", "n0", 8)
+	replacement.CreationTimestamp = metav1.NewTime(t0.Add(time.Minute))
+	w.rc.observe(replacement)
+	w.at(2 * time.Minute)
+	if w.moves() != 2 {
+		t.Fatalf("%d moves, want the next wave once the replacement was seen Ready", w.moves())
 	}
 }

@@ -53,9 +53,8 @@ plugins:
     enabled: [{name: PrioritySort}, {name: DefaultBinder}]
 `
 
-// writeSchedulerConfig writes the shipped profiles (their return
-// controller's Lease moved to the default namespace, which exists here)
-// plus the stock default-scheduler and the ceiling profile.
+// writeSchedulerConfig writes the shipped profiles plus the stock
+// default-scheduler and the ceiling profile.
 func writeSchedulerConfig(shipped, out string) error {
 	data, err := os.ReadFile(shipped)
 	if err != nil {
@@ -66,20 +65,6 @@ func writeSchedulerConfig(shipped, out string) error {
 		return err
 	}
 	profiles, _ := cfg["profiles"].([]any)
-	for _, p := range profiles {
-		prof, _ := p.(map[string]any)
-		configs, _ := prof["pluginConfig"].([]any)
-		for _, c := range configs {
-			pc, _ := c.(map[string]any)
-			if pc["name"] != "OverflowPreemption" {
-				continue
-			}
-			args, _ := pc["args"].(map[string]any)
-			if ret, ok := args["return"].(map[string]any); ok {
-				ret["leaseNamespace"] = "default"
-			}
-		}
-	}
 	var ceiling map[string]any
 	if err := yaml.Unmarshal([]byte(ceilingProfile), &ceiling); err != nil {
 		return err

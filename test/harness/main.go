@@ -69,6 +69,8 @@ var (
 	sharedMu sync.Mutex
 	shared   *ControlPlane
 	remote   *ControlPlane
+	// controllers are the kube-controller-manager controllers running.
+	controllers *kcm.Running
 )
 
 // Main runs a test package against one control plane (etcd +
@@ -176,7 +178,8 @@ func runMain(m *testing.M, o mainOptions) (code int) {
 	}
 	// The namespace controller and the garbage collector always run, so a
 	// test's namespace is really emptied and removed when it ends.
-	if err := kcm.Start(ctx, cp.Config, kcm.Set{Workloads: o.controllers, Cleanup: true}); err != nil {
+	running, err := kcm.Start(ctx, cp.Config, kcm.Set{Workloads: o.controllers, Cleanup: true})
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "harness: controllers: %v\n", err)
 		return 1
 	}
@@ -196,9 +199,43 @@ func runMain(m *testing.M, o mainOptions) (code int) {
 		defer rcp.Stop()
 	}
 	sharedMu.Lock()
-	shared, remote = cp, rcp
+	shared, remote, controllers = cp, rcp, running
 	sharedMu.Unlock()
+	defer runAtExit()
 	return m.Run()
+}
+
+// WithoutDisruptionController stops the disruption controller for the
+// rest of the test, as when kube-controller-manager is down, and starts a
+// fresh one when the test ends. The test must not run in parallel with
+// others of its package (they share the controller).
+func WithoutDisruptionController(t testing.TB) {
+	t.Helper()
+	sharedMu.Lock()
+	running := controllers
+	sharedMu.Unlock()
+	if running == nil {
+		t.Fatal("harness: no controllers: pass harness.WithControllers to harness.Main")
+	}
+	t.Cleanup(running.StopDisruption())
+}
+
+// StopDisruptionController stops the disruption controller now and returns
+// the function that starts a fresh one (called at the end of the test if
+// the test does not call it first).
+func StopDisruptionController(t testing.TB) (restart func()) {
+	t.Helper()
+	sharedMu.Lock()
+	running := controllers
+	sharedMu.Unlock()
+	if running == nil {
+		t.Fatal("harness: no controllers: pass harness.WithControllers to harness.Main")
+	}
+	var once sync.Once
+	start := running.StopDisruption()
+	restart = func() { once.Do(start) }
+	t.Cleanup(restart)
+	return restart
 }
 
 // Remote returns the package's remote cluster; it fails the test when the

@@ -155,8 +155,9 @@ func PodEvents(t testing.TB, cs kubernetes.Interface, ns, pod string) []string {
 	return ObjectEvents(t, cs, ns, "Pod", pod)
 }
 
-// WaitForEvent waits until an event about the object (kind, name) contains
-// every string in want, and returns its "reason: message".
+// WaitForEvent waits until an event about the object (kind, name; any of
+// the kind when name is "") contains every string in want, and returns its
+// "reason: message".
 func WaitForEvent(t testing.TB, cs kubernetes.Interface, ns, kind, name string, want ...string) string {
 	t.Helper()
 	var got []string
@@ -180,13 +181,15 @@ func WaitForEvent(t testing.TB, cs kubernetes.Interface, ns, kind, name string, 
 	return match
 }
 
-// ObjectEvents returns "reason: message" of the events about an object,
-// oldest first.
+// ObjectEvents returns "reason: message" of the events about an object
+// (any object of the kind when name is ""), oldest first.
 func ObjectEvents(t testing.TB, cs kubernetes.Interface, ns, kind, name string) []string {
 	t.Helper()
-	list, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name,
-	})
+	selector := "involvedObject.kind=" + kind
+	if name != "" {
+		selector += ",involvedObject.name=" + name
+	}
+	list, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: selector})
 	if err != nil {
 		t.Fatalf("listing events of %s %s: %v", kind, name, err)
 	}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/sluice-sched/sluice/internal/invariants"
 )
 
 // PodEvent is one change of a pod as an informer delivers it: Old is nil
@@ -116,4 +118,48 @@ func IsReady(pod *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// WatchInvariants watches sluice's promises about claims in namespace ns
+// (internal/invariants: no PodDisruptionBudget broken by an eviction, no
+// research or controller-less pod evicted, no production evicted beyond
+// overflowGPUs of room) from Arm until the test ends, and fails the test
+// with every violation then. The overflow nodes are those labelled
+// type=virtual-kubelet.
+func WatchInvariants(t testing.TB, cp *ControlPlane, ns string, overflowGPUs int64) *invariants.Watcher {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	nodes := informers.NewSharedInformerFactory(cp.Client, 0)
+	nodeInf := nodes.Core().V1().Nodes().Informer()
+	nodes.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), nodeInf.HasSynced) {
+		cancel()
+		t.Fatal("node watch did not sync")
+	}
+	isOverflow := func(name string) bool {
+		obj, ok, _ := nodeInf.GetStore().GetByKey(name)
+		return ok && obj.(*v1.Node).Labels["type"] == "virtual-kubelet"
+	}
+	w, err := invariants.Start(ctx, cp.Client, invariants.Options{Namespace: ns, OverflowGPUs: overflowGPUs, IsOverflowNode: isOverflow})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, v := range w.Violations() {
+			t.Errorf("invariant: %s", v)
+		}
+		t.Logf("invariants: evictions %v, at most %d production GPUs on overflow nodes or waiting", w.Evictions(), w.PeakOverflowGPUs())
+		cancel()
+		nodes.Shutdown()
+	})
+	return w
+}
+
+// CheckGangsAtRest fails the test for every gang of ns partly bound now.
+func CheckGangsAtRest(t testing.TB, w *invariants.Watcher) {
+	t.Helper()
+	for _, g := range w.Gangs(invariants.GangOf) {
+		t.Errorf("invariant at rest: %s", g)
+	}
 }

@@ -5,6 +5,7 @@ package config
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // FabricSource says where the InfiniBand fabric tree comes from.
@@ -198,6 +199,19 @@ type ClaimsConfig struct {
 	// WaveTimeoutSeconds: a claim whose evictions make no progress for this
 	// long is given up (its nominations are dropped).
 	WaveTimeoutSeconds int64
+	// ReplacementTimeoutSeconds: an evicted victim whose replacement is not
+	// Ready on an overflow node within this long stops holding back its
+	// budget.
+	ReplacementTimeoutSeconds int64
+	// DefaultMaxUnavailable paces the eviction of pods whose controller
+	// has no PodDisruptionBudget, like a rolling update's maxUnavailable:
+	// an integer or a percent of the controller's replicas (rounded down,
+	// at least 1).
+	DefaultMaxUnavailable intstr.IntOrString
+	// RetryBackoffSeconds is how long a claimant whose claim was given up
+	// waits before planning again; it doubles with each give-up, up to
+	// ten times this.
+	RetryBackoffSeconds int64
 }
 
 // ReturnConfig configures the return controller, which moves production
@@ -215,9 +229,9 @@ type ReturnConfig struct {
 	MinWaveIntervalSeconds int64
 	// PollIntervalSeconds is how often the controller looks.
 	PollIntervalSeconds int64
-	// LeaseNamespace and LeaseName are the Lease of its leader election.
-	LeaseNamespace string
-	LeaseName      string
+	// WaveTimeoutSeconds bounds one wave of moves: replacements not Ready
+	// by then no longer hold back the next wave.
+	WaveTimeoutSeconds int64
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -32,9 +32,11 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 
+	claimsv1alpha1 "github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/apis/config/validation"
 	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
+	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/pkg/gang"
 	"github.com/sluice-sched/sluice/pkg/requeue"
 )
@@ -56,6 +58,9 @@ type Runtime interface {
 	Seal() error
 	Gangs() *gang.Gangs
 	Reporter(h fwk.Handle) (*gang.Reporter, error)
+	// Claims is the store of research claims (nil when no profile runs
+	// claims): a gang whose claim has freed its room does not back off.
+	Claims() *claims.Store
 }
 
 // Gangs is what the plugin reads of gangs (the runtime's *gang.Gangs).
@@ -81,6 +86,10 @@ type Gang struct {
 	mu sync.Mutex
 	// backoff holds gangs that were rejected as a whole, until when.
 	backoff map[gang.Key]time.Time
+	// freed reports whether a gang's research claim has freed its room
+	// (the claim engine activates its members then): such a gang is
+	// tried at once, not after its backoff. Nil: no claims.
+	freed func(gang.Key) bool
 }
 
 // Gang is not a fwk.SignPlugin and needs not be: the framework signs pods
@@ -132,6 +141,12 @@ func (pl *Gang) sealed(ctx context.Context) error {
 	gangs := pl.rt.Gangs()
 	podGroups := gangs.LabelPodGroups()
 	pl.gangs, pl.served, pl.reporter = gangs, podGroups.Served, reporter
+	if store := pl.rt.Claims(); store != nil {
+		pl.freed = func(key gang.Key) bool {
+			c, ok := store.Get(key.Namespace, claims.NameOf(key.String()))
+			return ok && c.Status.Phase == claimsv1alpha1.PhaseFreed
+		}
+	}
 	logger := klog.FromContext(ctx)
 	activate := func(obj any) {
 		if pg, ok := obj.(*v1alpha1.PodGroup); ok {
@@ -182,7 +197,7 @@ func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	case err != nil:
 		return fwk.AsStatus(err)
 	}
-	if until, ok := pl.backoffUntil(key); ok {
+	if until, ok := pl.backoffUntil(key); ok && (pl.freed == nil || !pl.freed(key)) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s/%s backs off until %s after its last rejection",
 			ReasonGangRejected, key.Namespace, key.Name, until.Format(time.RFC3339)))
 	}

@@ -291,6 +291,24 @@ func TestRejectionReleasesTheGangAndBacksOff(t *testing.T) {
 	}
 }
 
+// TestFreedClaimLiftsBackoff: a gang whose research claim has freed its
+// room is tried at once, not held out for the rest of its backoff.
+func TestFreedClaimLiftsBackoff(t *testing.T) {
+	f := newFixture(t, 2, nil, 2)
+	ctx := context.Background()
+	m := f.gangs.members
+	freed := false
+	f.pl.freed = func(gang.Key) bool { return freed }
+	f.pl.PostFilter(ctx, nil, m[1], nil)
+	if got := status(f.pl.PreEnqueue(ctx, m[0])); !strings.Contains(got, "backs off") {
+		t.Fatalf("PreEnqueue during backoff, claim not freed yet = %q", got)
+	}
+	freed = true
+	if got := status(f.pl.PreEnqueue(ctx, m[0])); got != "Success" {
+		t.Errorf("PreEnqueue once the claim freed the room = %q, want Success", got)
+	}
+}
+
 // TestPermitIgnoresOtherGangs: waiting pods of another gang do not count
 // toward the quorum and are not allowed.
 func TestPermitIgnoresOtherGangs(t *testing.T) {

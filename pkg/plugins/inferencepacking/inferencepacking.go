@@ -5,7 +5,9 @@
 // profile): it packs inference onto nodes, then leaf switches, that already
 // run production, so whole nodes and whole leaves stay free for training
 // gangs, and it puts overflow nodes last, so production overflows only when
-// no physical node fits.
+// no physical node fits. It also keeps production off the nodes a live
+// research claim holds, so a replacement never lands back on the node its
+// pod was just moved from.
 package inferencepacking
 
 import (
@@ -16,14 +18,18 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/apis/config/validation"
 	"github.com/sluice-sched/sluice/pkg/capacity"
+	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/overflow"
+	"github.com/sluice-sched/sluice/pkg/requeue"
 )
 
 // Name is the plugin's name in the registry and in configurations.
@@ -46,7 +52,13 @@ type Runtime interface {
 	Seal() error
 	Fabric() (*fabric.Tracker, *config.FabricConfig)
 	Classes() *overflow.Classes
+	// Claims is the store of research claims, nil when no profile runs
+	// claims.
+	Claims() *claims.Store
 }
+
+// ReasonClaimed is the Filter's reason for a node a research claim holds.
+const ReasonClaimed = "ClaimedForResearch"
 
 // InferencePacking is the plugin.
 type InferencePacking struct {
@@ -57,6 +69,10 @@ type InferencePacking struct {
 	classes *overflow.Classes
 	tracker *fabric.Tracker
 	gpu     v1.ResourceName
+	store   *claims.Store
+	// waiting are production pods a claimed node turned away, retried
+	// when a claim ends (the queue does not watch claims).
+	waiting *requeue.Waiting
 
 	// mu guards the incremental view of where production runs: PreScore
 	// looks again only at nodes whose NodeInfo changed since the last
@@ -93,9 +109,11 @@ type packingView struct {
 }
 
 var (
-	_ fwk.PreScorePlugin = &InferencePacking{}
-	_ fwk.ScorePlugin    = &InferencePacking{}
-	_ fwk.SignPlugin     = &InferencePacking{}
+	_ fwk.FilterPlugin      = &InferencePacking{}
+	_ fwk.EnqueueExtensions = &InferencePacking{}
+	_ fwk.PreScorePlugin    = &InferencePacking{}
+	_ fwk.ScorePlugin       = &InferencePacking{}
+	_ fwk.SignPlugin        = &InferencePacking{}
 )
 
 // New returns the plugin's factory over rt. Its args may state the fabric
@@ -113,14 +131,12 @@ func New(rt Runtime) frameworkruntime.PluginFactory {
 		if err := rt.Declare(ctx, h, path, config.Facts{Fabric: args.Fabric, Overflow: args.Overflow}); err != nil {
 			return nil, err
 		}
-		return &InferencePacking{rt: rt, handle: h}, nil
+		return &InferencePacking{rt: rt, handle: h, waiting: requeue.NewWaiting(h)}, nil
 	}
 }
 
-// ready takes the fabric and classes from the sealed runtime, once. A
-// scoring plugin rejects no pod, so kube-scheduler never asks it for its
-// events: this runs at the first use (the other plugins sealed the runtime
-// at start-up).
+// ready takes the fabric, the classes and the claims from the sealed
+// runtime, once (EventsToRegister, at start-up).
 func (pl *InferencePacking) ready() error {
 	pl.once.Do(func() {
 		if pl.initErr = pl.rt.Seal(); pl.initErr != nil {
@@ -128,8 +144,39 @@ func (pl *InferencePacking) ready() error {
 		}
 		tracker, fabricCfg := pl.rt.Fabric()
 		pl.tracker, pl.classes, pl.gpu = tracker, pl.rt.Classes(), v1.ResourceName(fabricCfg.GPUResourceName)
+		pl.store = pl.rt.Claims()
+		if pl.store != nil {
+			// A claim that ends, or is given up, frees its nodes.
+			retry := func(any) { pl.waiting.ActivateAll(klog.Background(), "a research claim ended or changed") }
+			pl.store.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { retry(o) }, DeleteFunc: retry})
+		}
 	})
 	return pl.initErr
+}
+
+// EventsToRegister seals the runtime. The nodes a claim holds change with
+// claims, which the queue does not watch: pods turned away are retried by
+// the plugin itself (waiting); a node's change needs no retry here, its
+// claim does not change with it.
+func (pl *InferencePacking) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	if err := pl.ready(); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// Filter turns production away from the nodes a live research claim
+// holds: the nodes it frees, and the nodes its research pods are
+// nominated to.
+func (pl *InferencePacking) Filter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	if err := pl.ready(); err != nil {
+		return fwk.AsStatus(err)
+	}
+	if pl.store == nil || !pl.classes.IsProduction(pod) || ni.Node() == nil || !pl.store.NodeClaimed(ni.Node().Name) {
+		return nil
+	}
+	pl.waiting.Add(pod)
+	return fwk.NewStatus(fwk.Unschedulable, ReasonClaimed+": a research claim is freeing this node")
 }
 
 // Name returns the plugin name.
@@ -141,7 +188,10 @@ func (pl *InferencePacking) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignF
 	if err := pl.ready(); err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	return []fwk.SignFragment{{Key: "sluice.dev/InferencePacking.GPURequest()", Value: capacity.ShapeOf(pod).Scalar[pl.gpu]}}, nil
+	return []fwk.SignFragment{
+		{Key: "sluice.dev/InferencePacking.GPURequest()", Value: capacity.ShapeOf(pod).Scalar[pl.gpu]},
+		{Key: "sluice.dev/InferencePacking.Production()", Value: pl.classes.IsProduction(pod)},
+	}, nil
 }
 
 const preScoreStateKey fwk.StateKey = "PreScore" + Name

@@ -20,6 +20,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
+	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 )
@@ -82,6 +83,7 @@ func (r *sealedRuntime) Declare(context.Context, fwk.Handle, *field.Path, config
 func (r *sealedRuntime) Seal() error                                     { return nil }
 func (r *sealedRuntime) Fabric() (*fabric.Tracker, *config.FabricConfig) { return r.tracker, r.fabric }
 func (r *sealedRuntime) Classes() *overflow.Classes                      { return r.classes }
+func (r *sealedRuntime) Claims() *claims.Store                           { return nil }
 
 // TestScoreWorkedExample is the worked example of Score's doc comment: a
 // 1-GPU production pod, 8-GPU nodes.

@@ -57,10 +57,13 @@ type Runtime interface {
 	Classes() *overflow.Classes
 	Gangs() *gang.Gangs
 	External() capacity.External
-	// RunClaims asks for the claim engine, started at the seal; Claims
-	// returns it.
+	// RunClaims asks for the claim engine and the return controller,
+	// started at the seal. Claims is the claims' store, Budgets what may
+	// be moved, ClaimsConfig the engine's settings.
 	RunClaims(h fwk.Handle)
-	Claims() *claims.Engine
+	Claims() *claims.Store
+	Budgets() *overflow.Budgets
+	ClaimsConfig() config.ClaimsConfig
 }
 
 // OverflowPreemption is the plugin.
@@ -73,7 +76,10 @@ type OverflowPreemption struct {
 	gpu      v1.ResourceName
 	gangs    *gang.Gangs
 	external capacity.External
-	claims   *claims.Engine
+	store    *claims.Store
+	budgets  *overflow.Budgets
+	// claimsCfg is the claim engine's settings (timeouts of new claims).
+	claimsCfg config.ClaimsConfig
 	// waiting are research pods that found no overflow room, retried when
 	// an overflow node gains room.
 	waiting *requeue.Waiting
@@ -89,7 +95,6 @@ type OverflowPreemption struct {
 var (
 	_ fwk.PostFilterPlugin         = &OverflowPreemption{}
 	_ fwk.PodGroupPostFilterPlugin = &OverflowPreemption{}
-	_ fwk.PostBindPlugin           = &OverflowPreemption{}
 )
 
 // New returns the plugin's factory over rt. Its args may state the classes,
@@ -131,18 +136,9 @@ func (pl *OverflowPreemption) ready(ctx context.Context) error {
 		}
 		tracker, fabricCfg := pl.rt.Fabric()
 		pl.tracker, pl.gpu = tracker, v1.ResourceName(fabricCfg.GPUResourceName)
-		pl.classes, pl.gangs, pl.external, pl.claims = pl.rt.Classes(), pl.rt.Gangs(), pl.rt.External(), pl.rt.Claims()
+		pl.classes, pl.gangs, pl.external = pl.rt.Classes(), pl.rt.Gangs(), pl.rt.External()
+		pl.store, pl.budgets, pl.claimsCfg = pl.rt.Claims(), pl.rt.Budgets(), pl.rt.ClaimsConfig()
 		pl.initErr = pl.watchOverflowRoom(ctx)
 	})
 	return pl.initErr
-}
-
-// PostBind ends a claim once all its pods are bound.
-func (pl *OverflowPreemption) PostBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
-	if pl.ready(ctx) != nil {
-		return
-	}
-	if pl.classes.IsResearch(pod) {
-		pl.claims.Bound(pod)
-	}
 }

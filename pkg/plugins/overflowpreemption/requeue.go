@@ -12,15 +12,21 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sluice-sched/sluice/pkg/overflow"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 )
 
 // watchOverflowRoom retries the research pods that could not claim room
 // because the overflow nodes had none when an overflow node gains room:
-// it turns Ready, its allocatable changes (a provider came back), or a
-// pod leaves it. Without this such pods would wait for the periodic flush
+// it turns Ready, its allocatable or its providers' offer changes (a
+// provider came back), a pod leaves it, or a claim holding room ends. Without this such pods would wait for the periodic flush
 // of unschedulable pods, five minutes by default.
 func (pl *OverflowPreemption) watchOverflowRoom(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	// Claims can be recorded once the cluster serves them, and room comes
+	// back when a claim ends or is given up.
+	pl.store.OnServed(func() { pl.waiting.ActivateAll(logger, "ResearchClaims served") })
+	retry := func(any) { pl.waiting.ActivateAll(logger, "a research claim ended or changed") }
+	pl.store.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { retry(o) }, DeleteFunc: retry})
 	informers := pl.handle.SharedInformerFactory()
 	classes := pl.classes
 	if _, err := informers.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -35,7 +41,8 @@ func (pl *OverflowPreemption) watchOverflowRoom(ctx context.Context) error {
 			if !ok1 || !ok2 || !classes.IsOverflowNode(cur) || !overflow.NodeReady(cur) {
 				return
 			}
-			if !overflow.NodeReady(old) || !equality.Semantic.DeepEqual(old.Status.Allocatable, cur.Status.Allocatable) {
+			if !overflow.NodeReady(old) || !equality.Semantic.DeepEqual(old.Status.Allocatable, cur.Status.Allocatable) ||
+				old.Annotations[offer.Annotation] != cur.Annotations[offer.Annotation] {
 				pl.waiting.ActivateAll(logger, "overflow node Ready or resized")
 			}
 		},

@@ -61,6 +61,8 @@ func TestClaimAndReturn(t *testing.T) {
 		waitPlaced(t, cp, ns, d.name, d.replicas, physical, "on physical nodes")
 	}
 	watch := watchBudgets(t, cp, ns, budgets(ds))
+	inv := harness.WatchInvariants(t, cp, ns, 256)
+	inv.Arm()
 	// No research pod is ever deleted (evicted) until the test ends the
 	// gang: checked at every pod change.
 	var violations harness.Violations
@@ -103,6 +105,7 @@ func TestClaimAndReturn(t *testing.T) {
 	}
 	t.Logf("all production back on physical nodes %s after research finished (hysteresis 3s)", time.Since(start).Round(time.Millisecond))
 	watch.check(t)
+	harness.CheckGangsAtRest(t, inv)
 }
 
 // TestProductionSpillsOnlyWhenFull: production alone packs the physical
@@ -112,6 +115,7 @@ func TestProductionSpillsOnlyWhenFull(t *testing.T) {
 	ns := harness.NewNamespace(t, cp.Client)
 	cluster(t, cp, "sp", 1, 2, 4, 64, false) // 64 physical GPUs
 	startScheduler(t, cp, 600)
+	harness.WatchInvariants(t, cp, ns, 64).Arm()
 	createDeployments(t, cp, ns, []deployment{{"first", 60, 1, intstr.FromInt32(1)}})
 	waitPlaced(t, cp, ns, "first", 60, func(n string) bool { return n != "sp-overflow" && n != "" }, "on physical nodes")
 	createDeployments(t, cp, ns, []deployment{{"second", 8, 1, intstr.FromInt32(1)}})
@@ -161,6 +165,7 @@ func TestOverflowUnavailable(t *testing.T) {
 			for _, p := range podsOf(t, cp, ns, "serve") {
 				before[p.UID] = true
 			}
+			harness.WatchInvariants(t, cp, ns, int64(tt.gpus)).Arm()
 			gang := researchGang(t, cp, ns, "wait", 8, 8)
 			harness.ExpectNeverBound(t, cp.Client, ns, gang...)
 			harness.WaitForEvent(t, cp.Client, ns, "Pod", gang[0], "NoOverflowClaim", tt.want)
@@ -188,6 +193,7 @@ func TestNeverAnnotatedPodIsNeverAVictim(t *testing.T) {
 	waitPlaced(t, cp, ns, "keep", 1, func(n string) bool { return n != "" && n != "nv-overflow" }, "on a physical node")
 	waitPlaced(t, cp, ns, "movable", 1, func(n string) bool { return n != "" && n != "nv-overflow" }, "on a physical node")
 	kept := podsOf(t, cp, ns, "keep")[0]
+	harness.WatchInvariants(t, cp, ns, 64).Arm()
 
 	research := func(name string) {
 		harness.CreatePods(t, cp.Client, harness.Pod(ns, name).Scheduler("sluice-research").PriorityClass("research").GPUs(8).Obj())
@@ -207,7 +213,10 @@ func TestNeverAnnotatedPodIsNeverAVictim(t *testing.T) {
 
 // TestFlappingCapacityDoesNotPingPong: physical room that frees for less
 // than the hysteresis window moves nothing back; room that stays free for
-// longer brings production back.
+// longer brings production back. The return controller's Events mark the
+// window (ReturnPlanned when room appears, ReturnDeferred when it goes
+// again), so the test waits on them, and no eviction may happen in
+// between (watched on every pod change).
 func TestFlappingCapacityDoesNotPingPong(t *testing.T) {
 	cp := harness.Shared(t)
 	ns := harness.NewNamespace(t, cp.Client)
@@ -217,36 +226,31 @@ func TestFlappingCapacityDoesNotPingPong(t *testing.T) {
 		return harness.Pod(ns, fmt.Sprintf("filler-%d", i)).PriorityClass("research").GPUs(8).OnNode(nodes[i]).Obj()
 	}
 	harness.CreatePods(t, cp.Client, filler(0), filler(1))
-	startScheduler(t, cp, 5)
+	startScheduler(t, cp, 10)
 	createDeployments(t, cp, ns, []deployment{{"serve", 2, 8, intstr.FromInt32(1)}})
 	waitPlaced(t, cp, ns, "serve", 2, func(n string) bool { return n == "fl-overflow" }, "on the overflow node")
-	before := map[types.UID]bool{}
-	for _, p := range podsOf(t, cp, ns, "serve") {
-		before[p.UID] = true
-	}
+	inv := harness.WatchInvariants(t, cp, ns, 64)
+	var flapping atomic.Bool
+	flapping.Store(true)
+	var moved harness.Violations
+	harness.WatchPods(t, cp.Client, ns, func(e harness.PodEvent) {
+		if p := e.New; p != nil && flapping.Load() && p.Labels["app"] == "serve" && disruptionTarget(p) {
+			moved.Addf("production pod %s moved back on flapping capacity", p.Name)
+		}
+	})
+	inv.Arm()
 
-	// Room on node 0 for 2 s, then taken again: shorter than 5 s.
-	del := func(name string) {
-		if err := cp.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	del("filler-0")
-	harness.Eventually(t, harness.DefaultTimeout, func(ctx context.Context) (bool, error) {
-		_, err := cp.Client.CoreV1().Pods(ns).Get(ctx, "filler-0", metav1.GetOptions{})
-		return err != nil, nil
-	}, func() string { return "filler-0 not gone" })
-	time.Sleep(2 * time.Second)
+	// Room on node 0, then taken again within the 10 s window.
+	harness.DeletePods(t, cp.Client, ns, "filler-0")
+	planned := harness.WaitForEvent(t, cp.Client, ns, "Pod", "", "ReturnPlanned", nodes[0])
 	harness.CreatePods(t, cp.Client, filler(0))
-	time.Sleep(6 * time.Second)
-	for _, p := range podsOf(t, cp, ns, "serve") {
-		if !before[p.UID] || p.Spec.NodeName != "fl-overflow" {
-			t.Fatalf("production moved on flapping capacity: %s on %s", p.Name, p.Spec.NodeName)
-		}
-	}
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "", "ReturnDeferred", "taken again")
+	flapping.Store(false)
+	moved.Check(t)
+	t.Logf("window started and cut short: %s", planned)
 
 	// Room that stays: one replica comes back after the window.
-	del("filler-1")
+	harness.DeletePods(t, cp.Client, ns, "filler-1")
 	harness.Eventually(t, 2*harness.DefaultTimeout, func(context.Context) (bool, error) {
 		back := 0
 		for _, p := range podsOf(t, cp, ns, "serve") {
@@ -256,22 +260,4 @@ func TestFlappingCapacityDoesNotPingPong(t *testing.T) {
 		}
 		return back == 1, nil
 	}, func() string { return "no production replica came back to " + nodes[1] })
-	harness.WaitForEvent(t, cp.Client, ns, "Pod", firstEvicted(t, cp, ns, before), "ReturnedToPhysical")
-}
-
-// firstEvicted finds a pod of before that no longer exists (its events
-// outlive it).
-func firstEvicted(t *testing.T, cp *harness.ControlPlane, ns string, before map[types.UID]bool) string {
-	t.Helper()
-	events, err := cp.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range events.Items {
-		if e.Reason == "ReturnedToPhysical" && before[e.InvolvedObject.UID] {
-			return e.InvolvedObject.Name
-		}
-	}
-	t.Fatalf("no ReturnedToPhysical event on a production pod")
-	return ""
 }

@@ -29,7 +29,7 @@ import (
 
 func TestMain(m *testing.M) {
 	harness.Main(m,
-		harness.WithCRDs("manifests/crds/scheduling.x-k8s.io_podgroups.yaml"),
+		harness.WithCRDs("manifests/crds/scheduling.x-k8s.io_podgroups.yaml", "manifests/crds/claims.sluice.dev_researchclaims.yaml"),
 		harness.WithPriorityClasses(),
 		harness.WithControllers(),
 		// Containers take a moment to start, so waves are visible.
@@ -61,22 +61,31 @@ func cluster(t *testing.T, cp *harness.ControlPlane, prefix string, spines, leav
 }
 
 // startScheduler runs the shipped configuration with a quick return
-// controller (hysteresis in seconds, a Lease in the default namespace).
+// controller (hysteresis in seconds).
 func startScheduler(t *testing.T, cp *harness.ControlPlane, hysteresis int64) {
+	t.Helper()
+	startSchedulerWith(t, cp, hysteresis, &configv1.ClaimsConfig{WaveTimeoutSeconds: ptr.To[int64](180)})
+}
+
+// startSchedulerWith also sets the claim engine's args.
+func startSchedulerWith(t *testing.T, cp *harness.ControlPlane, hysteresis int64, claims *configv1.ClaimsConfig) {
+	t.Helper()
+	harness.StartScheduler(t, cp, schedulerConfig(t, hysteresis, claims))
+}
+
+func schedulerConfig(t *testing.T, hysteresis int64, claims *configv1.ClaimsConfig) *harness.SchedulerConfig {
 	t.Helper()
 	cfg := harness.LoadShippedConfig(t)
 	harness.SetPluginArgs(t, cfg, "sluice-research", "OverflowPreemption", &configv1.OverflowPreemptionArgs{
-		Claims: &configv1.ClaimsConfig{WaveTimeoutSeconds: ptr.To[int64](180)},
+		Claims: claims,
 		Return: &configv1.ReturnConfig{
 			HysteresisSeconds:      ptr.To(hysteresis),
 			MaxPodsPerWave:         ptr.To[int32](64),
 			MinWaveIntervalSeconds: ptr.To[int64](0),
 			PollIntervalSeconds:    ptr.To[int64](1),
-			LeaseNamespace:         ptr.To("default"),
-			LeaseName:              ptr.To("sluice-return-" + harness.NewNameSuffix()),
 		},
 	})
-	harness.StartScheduler(t, cp, cfg)
+	return cfg
 }
 
 // budgetWatch records, for the whole test, the most unavailable replicas

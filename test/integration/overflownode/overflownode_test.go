@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -32,7 +33,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/internal/nodesim"
-	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 	"github.com/sluice-sched/sluice/pkg/overflownode"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider/kube"
@@ -49,6 +50,7 @@ const remoteStartup = 1500 * time.Millisecond
 
 func TestMain(m *testing.M) {
 	harness.Main(m,
+		harness.WithCRDs("manifests/crds/claims.sluice.dev_researchclaims.yaml"),
 		harness.WithPriorityClasses(),
 		harness.WithControllers(),
 		// Overflow nodes are served by the real overflow node, not the
@@ -182,18 +184,10 @@ func kubeProvider(rcp *harness.ControlPlane, name string, priority int32) overfl
 		Kubernetes: &overflownode.KubernetesProvider{Kubeconfig: rcp.Kubeconfig, Namespace: remoteNamespace}}
 }
 
-// startScheduler runs sluice-scheduler from the shipped configuration,
-// with the return controller's Lease in the default namespace.
+// startScheduler runs sluice-scheduler from the shipped configuration.
 func startScheduler(t *testing.T, cp *harness.ControlPlane) {
 	t.Helper()
-	cfg := harness.LoadShippedConfig(t)
-	harness.SetPluginArgs(t, cfg, "sluice-research", "OverflowPreemption", &configv1.OverflowPreemptionArgs{
-		Return: &configv1.ReturnConfig{
-			LeaseNamespace: ptr.To("default"),
-			LeaseName:      ptr.To("sluice-return-" + harness.NewNameSuffix()),
-		},
-	})
-	harness.StartScheduler(t, cp, cfg)
+	harness.StartScheduler(t, cp, harness.LoadShippedConfig(t))
 }
 
 // remotePods lists the remote pods of an overflow node.
@@ -587,5 +581,78 @@ func TestProviderDown(t *testing.T) {
 		return n == 8 && len(srv.IDs()) == 8, nil
 	}, func() string {
 		return fmt.Sprintf("8 replicas Ready on the overflow node via the HTTP provider (provider has %d)", len(srv.IDs()))
+	})
+}
+
+// TestRoomSplitOverProviders: two providers with 4 GPUs each. The node
+// offers 8, but no provider can run an 8-GPU pod: the claim planner reads
+// each provider's room from the node (overflow.sluice.dev/providers) and
+// evicts nothing for a research pod whose only victim needs 8; 4-GPU
+// victims are counted one provider each, and each runs where counted.
+func TestRoomSplitOverProviders(t *testing.T) {
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	name := "ovf-split"
+	deleteNodeAtEnd(t, cp, name)
+	east := providerserver.Start(providerserver.Options{Capacity: map[string]string{"nvidia.com/gpu": "4"}, StartDelay: 200 * time.Millisecond})
+	defer east.Close()
+	west := providerserver.Start(providerserver.Options{Capacity: map[string]string{"nvidia.com/gpu": "4"}, StartDelay: 200 * time.Millisecond})
+	defer west.Close()
+	big, small := "ovf-split-big", "ovf-split-small"
+	harness.CreateNodes(t, cp.Client, harness.GPUNode(big, 8).Fabric("l8", "s8", "b8").Obj(), harness.GPUNode(small, 8).Fabric("l7", "s7", "b7").Obj())
+	node := startNode(t, cp, name,
+		overflownode.ProviderConfig{Name: "east", Type: overflownode.TypeHTTP, Priority: 0, HTTP: &overflownode.HTTPProvider{URL: east.URL}},
+		overflownode.ProviderConfig{Name: "west", Type: overflownode.TypeHTTP, Priority: 1, HTTP: &overflownode.HTTPProvider{URL: west.URL}})
+	defer node.stop()
+	harness.Eventually(t, 20*time.Second, func(ctx context.Context) (bool, error) {
+		n, err := cp.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		return err == nil && strings.Contains(n.Annotations[offer.Annotation], `"west"`), nil
+	}, func() string { return "overflow node publishes both providers' room" })
+	startScheduler(t, cp)
+
+	pin := func(d *appsv1.Deployment, node string) *appsv1.Deployment {
+		d.Spec.Template.Spec.NodeSelector = nil
+		d.Spec.Template.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node, name}}}}},
+		}}}
+		d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+		return d
+	}
+	harness.CreateDeployment(t, cp, pin(harness.InferenceDeployment(ns, "big", 1, 8), big), nil)
+	harness.CreateDeployment(t, cp, pin(harness.InferenceDeployment(ns, "small", 2, 4), small), harness.PDB(ns, "small", intstr.FromInt32(1)))
+	for app, n := range map[string]int{"big": 1, "small": 2} {
+		harness.Eventually(t, 60*time.Second, func(context.Context) (bool, error) {
+			ok := 0
+			for _, p := range homePods(t, cp, ns, app) {
+				if p.Spec.NodeName != "" && p.Spec.NodeName != name && ready(&p) {
+					ok++
+				}
+			}
+			return ok == n, nil
+		}, func() string { return fmt.Sprintf("%d replicas of %s Ready on a physical node", n, app) })
+	}
+	bigPod := homePods(t, cp, ns, "big")[0]
+
+	// Only big's node would do for a research pod pinned there.
+	waits := harness.ExpectNeverBound(t, cp.Client, ns, "train-big")
+	train := harness.Pod(ns, "train-big").Scheduler("sluice-research").PriorityClass("research").GPUs(8).Obj()
+	train.Spec.NodeSelector = map[string]string{v1.LabelHostname: big}
+	harness.CreatePods(t, cp.Client, train)
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "train-big", "NoOverflowClaim", "one provider with room for all of it")
+	if now := homePods(t, cp, ns, "big"); len(now) != 1 || now[0].UID != bigPod.UID {
+		t.Fatalf("the 8-GPU pod was evicted into 4 + 4 GPUs of room")
+	}
+	waits()
+	harness.DeletePods(t, cp.Client, ns, "train-big")
+
+	// Two 4-GPU victims: one per provider.
+	small8 := harness.Pod(ns, "train-small").Scheduler("sluice-research").PriorityClass("research").GPUs(8).Obj()
+	small8.Spec.NodeSelector = map[string]string{v1.LabelHostname: small}
+	harness.CreatePods(t, cp.Client, small8)
+	harness.WaitForPodsBound(t, cp.Client, ns, "train-small")
+	harness.Eventually(t, 60*time.Second, func(context.Context) (bool, error) {
+		return len(east.IDs()) == 1 && len(west.IDs()) == 1, nil
+	}, func() string {
+		return fmt.Sprintf("one 4-GPU victim on each provider (east %d, west %d)", len(east.IDs()), len(west.IDs()))
 	})
 }

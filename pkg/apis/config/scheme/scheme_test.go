@@ -4,6 +4,7 @@
 package scheme
 
 import (
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -64,9 +65,9 @@ func TestDefaults(t *testing.T) {
 		{"OverflowPreemption blocks", "OverflowPreemptionArgs", "overflow: {}\nclaims: {}\nreturn: {}\n", &config.OverflowPreemptionArgs{
 			Overflow: &config.OverflowConfig{ResearchPriorityClasses: []string{"research"}, ProductionPriorityClasses: []string{"production"},
 				OverflowNodeSelector: "type=virtual-kubelet", OverflowTaintKey: "virtual-kubelet.io/provider"},
-			Claims: &config.ClaimsConfig{WaveTimeoutSeconds: 600},
+			Claims: &config.ClaimsConfig{WaveTimeoutSeconds: 600, ReplacementTimeoutSeconds: 300, RetryBackoffSeconds: 30, DefaultMaxUnavailable: intstr.FromString("25%")},
 			Return: &config.ReturnConfig{Enabled: true, HysteresisSeconds: 120, MaxPodsPerWave: 10, MinWaveIntervalSeconds: 30, PollIntervalSeconds: 5,
-				LeaseNamespace: "sluice-system", LeaseName: "sluice-return"},
+				WaveTimeoutSeconds: 300},
 		}},
 	}
 	for _, tt := range tests {

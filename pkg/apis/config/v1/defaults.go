@@ -5,6 +5,7 @@ package v1
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -133,11 +134,8 @@ func SetDefaults_ReturnConfig(obj *ReturnConfig) {
 	if obj.PollIntervalSeconds == nil {
 		obj.PollIntervalSeconds = ptr.To[int64](5)
 	}
-	if obj.LeaseNamespace == nil {
-		obj.LeaseNamespace = ptr.To("sluice-system")
-	}
-	if obj.LeaseName == nil {
-		obj.LeaseName = ptr.To("sluice-return")
+	if obj.WaveTimeoutSeconds == nil {
+		obj.WaveTimeoutSeconds = ptr.To[int64](300)
 	}
 }
 
@@ -145,5 +143,14 @@ func SetDefaults_ReturnConfig(obj *ReturnConfig) {
 func SetDefaults_ClaimsConfig(obj *ClaimsConfig) {
 	if obj.WaveTimeoutSeconds == nil {
 		obj.WaveTimeoutSeconds = ptr.To[int64](600)
+	}
+	if obj.ReplacementTimeoutSeconds == nil {
+		obj.ReplacementTimeoutSeconds = ptr.To[int64](300)
+	}
+	if obj.DefaultMaxUnavailable == nil {
+		obj.DefaultMaxUnavailable = ptr.To(intstr.FromString("25%"))
+	}
+	if obj.RetryBackoffSeconds == nil {
+		obj.RetryBackoffSeconds = ptr.To[int64](30)
 	}
 }

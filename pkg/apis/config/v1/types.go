@@ -5,6 +5,7 @@ package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Each fact of the whole scheduler (the fabric, the workload classes and
@@ -177,6 +178,17 @@ type ClaimsConfig struct {
 	// WaveTimeoutSeconds: how long a claim's evictions may make no
 	// progress before it is given up. Default: 600.
 	WaveTimeoutSeconds *int64 `json:"waveTimeoutSeconds,omitempty"`
+	// ReplacementTimeoutSeconds: how long an evicted victim's replacement
+	// may take to be Ready on an overflow node before it stops holding
+	// back its budget. Default: 300.
+	ReplacementTimeoutSeconds *int64 `json:"replacementTimeoutSeconds,omitempty"`
+	// DefaultMaxUnavailable paces pods whose controller has no
+	// PodDisruptionBudget: an integer or a percent of the controller's
+	// replicas (rounded down, at least 1). Default: 25%.
+	DefaultMaxUnavailable *intstr.IntOrString `json:"defaultMaxUnavailable,omitempty"`
+	// RetryBackoffSeconds before a claimant whose claim was given up plans
+	// again; doubles with each give-up, up to ten times. Default: 30.
+	RetryBackoffSeconds *int64 `json:"retryBackoffSeconds,omitempty"`
 }
 
 // ReturnConfig configures the return controller.
@@ -191,10 +203,8 @@ type ReturnConfig struct {
 	MinWaveIntervalSeconds *int64 `json:"minWaveIntervalSeconds,omitempty"`
 	// PollIntervalSeconds. Default: 5.
 	PollIntervalSeconds *int64 `json:"pollIntervalSeconds,omitempty"`
-	// LeaseNamespace and LeaseName of its leader election. Default:
-	// sluice-system/sluice-return.
-	LeaseNamespace *string `json:"leaseNamespace,omitempty"`
-	LeaseName      *string `json:"leaseName,omitempty"`
+	// WaveTimeoutSeconds bounds one wave of moves. Default: 300.
+	WaveTimeoutSeconds *int64 `json:"waveTimeoutSeconds,omitempty"`
 }
 
 // +k8s:defaulter-gen=true

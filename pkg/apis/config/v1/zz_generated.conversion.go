@@ -141,6 +141,15 @@ func autoConvert_v1_ClaimsConfig_To_config_ClaimsConfig(in *ClaimsConfig, out *c
 	if err := metav1.Convert_Pointer_int64_To_int64(&in.WaveTimeoutSeconds, &out.WaveTimeoutSeconds, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.ReplacementTimeoutSeconds, &out.ReplacementTimeoutSeconds, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_Pointer_intstr_IntOrString_To_intstr_IntOrString(&in.DefaultMaxUnavailable, &out.DefaultMaxUnavailable, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.RetryBackoffSeconds, &out.RetryBackoffSeconds, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -151,6 +160,15 @@ func Convert_v1_ClaimsConfig_To_config_ClaimsConfig(in *ClaimsConfig, out *confi
 
 func autoConvert_config_ClaimsConfig_To_v1_ClaimsConfig(in *config.ClaimsConfig, out *ClaimsConfig, s conversion.Scope) error {
 	if err := metav1.Convert_int64_To_Pointer_int64(&in.WaveTimeoutSeconds, &out.WaveTimeoutSeconds, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.ReplacementTimeoutSeconds, &out.ReplacementTimeoutSeconds, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_intstr_IntOrString_To_Pointer_intstr_IntOrString(&in.DefaultMaxUnavailable, &out.DefaultMaxUnavailable, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.RetryBackoffSeconds, &out.RetryBackoffSeconds, s); err != nil {
 		return err
 	}
 	return nil
@@ -483,10 +501,7 @@ func autoConvert_v1_ReturnConfig_To_config_ReturnConfig(in *ReturnConfig, out *c
 	if err := metav1.Convert_Pointer_int64_To_int64(&in.PollIntervalSeconds, &out.PollIntervalSeconds, s); err != nil {
 		return err
 	}
-	if err := metav1.Convert_Pointer_string_To_string(&in.LeaseNamespace, &out.LeaseNamespace, s); err != nil {
-		return err
-	}
-	if err := metav1.Convert_Pointer_string_To_string(&in.LeaseName, &out.LeaseName, s); err != nil {
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.WaveTimeoutSeconds, &out.WaveTimeoutSeconds, s); err != nil {
 		return err
 	}
 	return nil
@@ -513,10 +528,7 @@ func autoConvert_config_ReturnConfig_To_v1_ReturnConfig(in *config.ReturnConfig,
 	if err := metav1.Convert_int64_To_Pointer_int64(&in.PollIntervalSeconds, &out.PollIntervalSeconds, s); err != nil {
 		return err
 	}
-	if err := metav1.Convert_string_To_Pointer_string(&in.LeaseNamespace, &out.LeaseNamespace, s); err != nil {
-		return err
-	}
-	if err := metav1.Convert_string_To_Pointer_string(&in.LeaseName, &out.LeaseName, s); err != nil {
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.WaveTimeoutSeconds, &out.WaveTimeoutSeconds, s); err != nil {
 		return err
 	}
 	return nil

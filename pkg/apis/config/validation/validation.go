@@ -11,6 +11,7 @@ import (
 
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -247,8 +248,16 @@ func ValidateInferencePackingArgs(path *field.Path, args *config.InferencePackin
 // ValidateClaimsConfig checks the claim engine's configuration.
 func ValidateClaimsConfig(path *field.Path, c *config.ClaimsConfig) field.ErrorList {
 	var errs field.ErrorList
-	if c.WaveTimeoutSeconds <= 0 {
-		errs = append(errs, field.Invalid(path.Child("waveTimeoutSeconds"), c.WaveTimeoutSeconds, "must be greater than 0"))
+	for _, v := range []struct {
+		name  string
+		value int64
+	}{{"waveTimeoutSeconds", c.WaveTimeoutSeconds}, {"replacementTimeoutSeconds", c.ReplacementTimeoutSeconds}, {"retryBackoffSeconds", c.RetryBackoffSeconds}} {
+		if v.value <= 0 {
+			errs = append(errs, field.Invalid(path.Child(v.name), v.value, "must be greater than 0"))
+		}
+	}
+	if v, err := intstr.GetScaledValueFromIntOrPercent(&c.DefaultMaxUnavailable, 100, false); err != nil || v <= 0 {
+		errs = append(errs, field.Invalid(path.Child("defaultMaxUnavailable"), c.DefaultMaxUnavailable.String(), "must be a positive integer or percent"))
 	}
 	return errs
 }
@@ -270,13 +279,8 @@ func ValidateReturnConfig(path *field.Path, c *config.ReturnConfig) field.ErrorL
 	if c.MaxPodsPerWave <= 0 {
 		errs = append(errs, field.Invalid(path.Child("maxPodsPerWave"), c.MaxPodsPerWave, "must be greater than 0"))
 	}
-	if c.Enabled {
-		for _, msg := range utilvalidation.IsDNS1123Label(c.LeaseNamespace) {
-			errs = append(errs, field.Invalid(path.Child("leaseNamespace"), c.LeaseNamespace, msg))
-		}
-		for _, msg := range utilvalidation.IsDNS1123Subdomain(c.LeaseName) {
-			errs = append(errs, field.Invalid(path.Child("leaseName"), c.LeaseName, msg))
-		}
+	if c.WaveTimeoutSeconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("waveTimeoutSeconds"), c.WaveTimeoutSeconds, "must be greater than 0"))
 	}
 	return errs
 }

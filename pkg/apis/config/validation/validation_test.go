@@ -4,6 +4,7 @@
 package validation
 
 import (
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"strings"
 	"testing"
 
@@ -24,7 +25,7 @@ func slurm() *config.SlurmConfig {
 }
 
 func returns() *config.ReturnConfig {
-	return &config.ReturnConfig{Enabled: true, HysteresisSeconds: 120, MaxPodsPerWave: 10, PollIntervalSeconds: 5, LeaseNamespace: "sluice-system", LeaseName: "sluice-return"}
+	return &config.ReturnConfig{Enabled: true, HysteresisSeconds: 120, MaxPodsPerWave: 10, PollIntervalSeconds: 5, WaveTimeoutSeconds: 300}
 }
 
 // TestValidate: every mistake is an error at its field path; valid args
@@ -70,8 +71,11 @@ func TestValidate(t *testing.T) {
 			"args.claims.waveTimeoutSeconds: Invalid value: 0"},
 		{"return poll zero", ValidateOverflowPreemptionArgs(path, &config.OverflowPreemptionArgs{Return: withReturn(func(c *config.ReturnConfig) { c.PollIntervalSeconds = 0 })}),
 			"args.return.pollIntervalSeconds: Invalid value: 0"},
-		{"bad lease name", ValidateOverflowPreemptionArgs(path, &config.OverflowPreemptionArgs{Return: withReturn(func(c *config.ReturnConfig) { c.LeaseName = "Bad_Name" })}),
-			`args.return.leaseName: Invalid value: "Bad_Name"`},
+		{"return wave timeout zero", ValidateOverflowPreemptionArgs(path, &config.OverflowPreemptionArgs{Return: withReturn(func(c *config.ReturnConfig) { c.WaveTimeoutSeconds = 0 })}),
+			"args.return.waveTimeoutSeconds: Invalid value: 0"},
+		{"default budget zero", ValidateOverflowPreemptionArgs(path, &config.OverflowPreemptionArgs{Claims: &config.ClaimsConfig{
+			WaveTimeoutSeconds: 600, ReplacementTimeoutSeconds: 300, RetryBackoffSeconds: 30, DefaultMaxUnavailable: intstr.FromString("0%")}}),
+			`args.claims.defaultMaxUnavailable: Invalid value: "0%"`},
 		{"valid return", ValidateOverflowPreemptionArgs(path, &config.OverflowPreemptionArgs{Return: returns()}), ""},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package overflow
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/sluice-sched/sluice/pkg/capacity"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
+)
+
+// Target is where a victim's replacement is expected to run: an overflow
+// node and one provider behind it.
+type Target struct {
+	Node     string
+	Provider string
+}
+
+func (t Target) String() string {
+	if t.Provider == "" {
+		return t.Node
+	}
+	return t.Node + "/" + t.Provider
+}
+
+// Reservation is room a live claim holds on an overflow provider: a victim
+// not yet replaced there (pending eviction, or evicted with its
+// replacement not yet Ready on the overflow node).
+type Reservation struct {
+	Target   Target
+	Requests capacity.Resources
+}
+
+// Ledger is the room on the overflow nodes, per provider: what the
+// provider offers (quota applied), minus the pods it runs and the pods
+// bound to its node not yet dispatched (counted against the provider
+// dispatch would pick), minus the reservations of every live claim. A
+// victim is counted against one provider that can hold it whole, as
+// dispatch needs, never against the sum of several.
+type Ledger struct {
+	slots []slot // in dispatch order: nodes by name, providers as offered
+	// ready is the number of Ready overflow nodes.
+	ready int
+	// errs are overflow nodes whose offer could not be read (left out).
+	errs []error
+}
+
+type slot struct {
+	target  Target
+	healthy bool
+	free    capacity.Resources
+	// unlimited holds anything (a what-if ledger).
+	unlimited bool
+}
+
+// unlimited stands for a resource a provider does not limit (CPU, memory,
+// storage and pod count it does not report).
+const unlimited = math.MaxInt64 / 4
+
+// NewLedger computes the room of the overflow nodes among nodes; podsOn
+// lists the pods bound to a node; reservations are the live claims'.
+func NewLedger(classes *Classes, nodes []*v1.Node, podsOn func(node string) []*v1.Pod, reservations []Reservation) *Ledger {
+	l := &Ledger{}
+	sorted := append([]*v1.Node(nil), nodes...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, n := range sorted {
+		if !classes.IsOverflowNode(n) {
+			continue
+		}
+		ready := NodeReady(n)
+		if ready {
+			l.ready++
+		}
+		o, err := offer.Of(n, ready)
+		if err != nil {
+			l.errs = append(l.errs, err)
+			continue
+		}
+		first := len(l.slots)
+		for _, p := range o.Providers {
+			l.slots = append(l.slots, slot{target: Target{Node: n.Name, Provider: p.Name}, healthy: p.Healthy, free: freeOf(p.Capacity)})
+		}
+		mine := l.slots[first:]
+		for _, pod := range podsOn(n.Name) {
+			if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+				continue
+			}
+			req := capacity.RequestsOf(pod)
+			i := providerIndex(mine, offer.ProviderOf(pod))
+			if i < 0 {
+				// Not dispatched yet: dispatch will pick the first
+				// healthy provider with room.
+				i = firstFit(mine, req)
+			}
+			if i >= 0 {
+				mine[i].free = mine[i].free.Sub(req)
+			}
+		}
+	}
+	for _, r := range reservations {
+		if i := l.index(r.Target); i >= 0 {
+			l.slots[i].free = l.slots[i].free.Sub(r.Requests)
+		}
+	}
+	return l
+}
+
+// freeOf turns a provider's capacity into free room, resources it does not
+// limit unlimited.
+func freeOf(c v1.ResourceList) capacity.Resources {
+	r := capacity.Resources{MilliCPU: unlimited, Memory: unlimited, Pods: unlimited, Scalar: map[v1.ResourceName]int64{}}
+	for name, q := range c {
+		switch name {
+		case v1.ResourceCPU:
+			r.MilliCPU = q.MilliValue()
+		case v1.ResourceMemory:
+			r.Memory = q.Value()
+		case v1.ResourcePods:
+			r.Pods = q.Value()
+		case v1.ResourceEphemeralStorage:
+		default:
+			r.Scalar[name] = q.Value()
+		}
+	}
+	return r
+}
+
+func providerIndex(slots []slot, name string) int {
+	if name == "" {
+		return -1
+	}
+	for i, s := range slots {
+		if s.target.Provider == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func firstFit(slots []slot, req capacity.Resources) int {
+	for i, s := range slots {
+		if s.healthy && (s.unlimited || s.free.Covers(req)) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (l *Ledger) index(t Target) int {
+	for i, s := range l.slots {
+		if s.target == t {
+			return i
+		}
+	}
+	return -1
+}
+
+// Clone copies the ledger, so a plan can be tried and thrown away.
+func (l *Ledger) Clone() *Ledger {
+	out := &Ledger{slots: make([]slot, len(l.slots)), ready: l.ready, errs: l.errs}
+	for i, s := range l.slots {
+		out.slots[i] = slot{target: s.target, healthy: s.healthy, free: s.free.Add(capacity.Resources{}), unlimited: s.unlimited}
+	}
+	return out
+}
+
+// Take reserves room for requests on the first healthy provider, in
+// dispatch order, that has room for all of it, and returns where; false
+// when none has.
+func (l *Ledger) Take(requests capacity.Resources) (Target, bool) {
+	i := firstFit(l.slots, requests)
+	if i < 0 {
+		return Target{}, false
+	}
+	l.slots[i].free = l.slots[i].free.Sub(requests)
+	return l.slots[i].target, true
+}
+
+// Holds reports whether a reservation's target can still hold what is
+// counted against it: its provider is healthy and not overcommitted (an
+// overflow node that went NotReady, or a provider whose capacity shrank,
+// does not). The reason says which, for a claim's status.
+func (l *Ledger) Holds(t Target) (bool, string) {
+	i := l.index(t)
+	switch {
+	case i < 0:
+		return false, fmt.Sprintf("overflow node %s is gone", t)
+	case !l.slots[i].healthy:
+		return false, fmt.Sprintf("%s is not Ready", t)
+	case !nonNegative(l.slots[i].free):
+		return false, fmt.Sprintf("%s is full (its capacity shrank below what is counted on it)", t)
+	}
+	return true, ""
+}
+
+func nonNegative(r capacity.Resources) bool {
+	if r.MilliCPU < 0 || r.Memory < 0 || r.Pods < 0 {
+		return false
+	}
+	for _, v := range r.Scalar {
+		if v < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Ready is the number of Ready overflow nodes.
+func (l *Ledger) Ready() int { return l.ready }
+
+// Errors are the overflow nodes whose offer could not be read.
+func (l *Ledger) Errors() []error { return l.errs }

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package overflow
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
+
+	"github.com/sluice-sched/sluice/internal/nodesim"
+	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
+	"github.com/sluice-sched/sluice/test/harness"
+)
+
+// pair is two real sluice-scheduler processes electing a leader; replace
+// starts a new standby for one that was killed.
+type pair struct {
+	t    *testing.T
+	cp   *harness.ControlPlane
+	le   harness.LeaderElection
+	cfg  *harness.SchedulerConfig
+	mu   sync.Mutex
+	n    int
+	live []*harness.Process
+}
+
+func startPair(t *testing.T, cp *harness.ControlPlane, ns string, hysteresis int64) *pair {
+	t.Helper()
+	p := &pair{t: t, cp: cp, le: harness.LeaderElection{Namespace: ns, Lease: "sluice-scheduler"}, cfg: schedulerConfig(t, hysteresis, nil)}
+	leader := p.start()
+	// The first holds the Lease before the second starts: it is the leader.
+	harness.Eventually(t, harness.DefaultTimeout, func(context.Context) (bool, error) {
+		return harness.LeaseHolder(t, cp, p.le) != "", nil
+	}, func() string { return leader.String() + " holds the Lease" })
+	p.start()
+	return p
+}
+
+func (p *pair) start() *harness.Process {
+	p.mu.Lock()
+	name := fmt.Sprintf("scheduler-%d", p.n)
+	p.n++
+	p.mu.Unlock()
+	proc := harness.StartSchedulerProcess(p.t, p.cp, p.cfg, name, p.le)
+	p.mu.Lock()
+	p.live = append(p.live, proc)
+	p.mu.Unlock()
+	return proc
+}
+
+// killLeader kills the process that has led longest (the first alive: a
+// standby only leads once the one before it is gone) with SIGKILL, and
+// starts a new standby.
+func (p *pair) killLeader() *harness.Process {
+	p.mu.Lock()
+	leader := p.live[0]
+	p.live = p.live[1:]
+	p.mu.Unlock()
+	leader.Kill()
+	p.start()
+	return leader
+}
+
+// production fills each of nodes with a Deployment of 4 x 2-GPU replicas
+// (PDB maxUnavailable 1), pinned to the node and the overflow node. With
+// grace > 0 its pods take that long to terminate (they drain requests).
+func production(t *testing.T, cp *harness.ControlPlane, ns, overflowNode string, nodes []string, grace int64) []string {
+	t.Helper()
+	var names []string
+	for i, n := range nodes {
+		name := fmt.Sprintf("serve-%d", i)
+		d := pinned(harness.InferenceDeployment(ns, name, 4, 2), overflowNode, "", n)
+		if grace > 0 {
+			d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(grace)
+			d.Spec.Template.Annotations = map[string]string{nodesim.GracefulAnnotation: "true"}
+		}
+		harness.CreateDeployment(t, cp, d, harness.PDB(ns, name, intstr.FromInt32(1)))
+		names = append(names, name)
+	}
+	for i, n := range nodes {
+		waitPlaced(t, cp, ns, names[i], 4, func(node string) bool { return node == n }, "on "+n)
+	}
+	return names
+}
+
+// leafOf maps each node of cluster() to its leaf.
+func leafOf(nodes []string) map[string]string {
+	out := map[string]string{}
+	for _, n := range nodes {
+		out[n] = n[:strings.LastIndex(n, "n")]
+	}
+	return out
+}
+
+// TestFailover: two real sluice-scheduler processes; the leader is killed
+// (SIGKILL) right after the claim's first eviction, while its victims are
+// still draining. The new leader resumes the claim from the apiserver: it
+// plans no second domain (the terminating victims count as evicted, not as
+// pods that can never move), breaks no budget, the gang runs, and
+// production comes back once it ends.
+func TestFailover(t *testing.T) {
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	nodes := cluster(t, cp, "fo", 1, 2, 2, 256, false)
+	p := startPair(t, cp, ns, 2)
+	// Victims drain for 10 s: still terminating when the new leader takes
+	// over.
+	apps := production(t, cp, ns, "fo-overflow", nodes, 10)
+	inv := harness.WatchInvariants(t, cp, ns, 256)
+	ev := watchEvictions(t, cp, ns)
+	killed := make(chan *harness.Process, 1)
+	var once sync.Once
+	ev.mu.Lock()
+	ev.hook = func(*v1.Pod) { once.Do(func() { killed <- p.killLeader() }) }
+	ev.mu.Unlock()
+	inv.Arm()
+
+	start := time.Now()
+	gang := researchGang(t, cp, ns, "train", 2, 8)
+	select {
+	case k := <-killed:
+		t.Logf("killed the leader %s after the first eviction, %s into the claim", k, time.Since(start).Round(time.Millisecond))
+	case <-time.After(2 * harness.DefaultTimeout):
+		t.Fatal("no eviction")
+	}
+	bound := harness.WaitForPodsBound(t, cp.Client, ns, gang...)
+	t.Logf("gang bound %s after the claim began, the new leader finishing it", time.Since(start).Round(time.Millisecond))
+	leaves := sets.New[string]()
+	for _, n := range ev.onNodes() {
+		leaves.Insert(leafOf(nodes)[n])
+	}
+	if leaves.Len() != 1 {
+		t.Errorf("production evicted in %d leaves %v, want only the claimed one", leaves.Len(), sets.List(leaves))
+	}
+	for _, n := range bound {
+		if !leaves.Has(leafOf(nodes)[n]) {
+			t.Errorf("gang member on %s, outside the leaf its claim freed (%v)", n, sets.List(leaves))
+		}
+	}
+	harness.CheckGangsAtRest(t, inv)
+
+	// Research ends: the new leader's return controller brings production
+	// back.
+	harness.DeletePods(t, cp.Client, ns, gang...)
+	for i, n := range nodes {
+		waitPlaced(t, cp, ns, apps[i], 4, func(node string) bool { return node == n }, "back on "+n)
+	}
+	t.Logf("evictions: %v", inv.Evictions())
+}
+
+// soakCycles is how many claim/return cycles TestSoak runs: a few in
+// `make test`, more with `make soak` (SLUICE_SOAK_CYCLES).
+func soakCycles(t *testing.T) int {
+	if s := os.Getenv("SLUICE_SOAK_CYCLES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("SLUICE_SOAK_CYCLES=%q: want a positive number", s)
+		}
+		return n
+	}
+	return 4
+}
+
+// TestSoak runs claim/return cycles with a fault injected into each, in
+// turn, at the claim's first eviction: the leader killed (SIGKILL), the
+// overflow node NotReady (until the claim pauses), the disruption
+// controller down (budgets frozen: the Eviction API refuses once they are
+// spent, until it is back), a Deployment of the claimed leaf scaled up.
+// Every cycle must end with the gang running and production back on its
+// nodes, and the invariant watcher must see no violation.
+func TestSoak(t *testing.T) {
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	nodes := cluster(t, cp, "sk", 1, 2, 2, 256, false)
+	p := startPair(t, cp, ns, 2)
+	apps := production(t, cp, ns, "sk-overflow", nodes, 0)
+	inv := harness.WatchInvariants(t, cp, ns, 256)
+	ev := watchEvictions(t, cp, ns)
+	inv.Arm()
+	faults := []string{"leader killed", "overflow node NotReady", "disruption controller down", "Deployment scaled mid-claim"}
+	injected := map[string]int{}
+	cycles := soakCycles(t)
+	start := time.Now()
+	for cycle := range cycles {
+		fault := faults[cycle%len(faults)]
+		before := ev.count()
+		hit := make(chan struct{})
+		var once sync.Once
+		var undo func()
+		ev.mu.Lock()
+		ev.hook = func(victim *v1.Pod) {
+			once.Do(func() {
+				defer close(hit)
+				switch fault {
+				case "leader killed":
+					p.killLeader()
+				case "overflow node NotReady":
+					if err := setNodeReady(cp, "sk-overflow", v1.ConditionFalse); err != nil {
+						t.Errorf("cycle %d: %v", cycle, err)
+					}
+					undo = func() {
+						if err := setNodeReady(cp, "sk-overflow", v1.ConditionTrue); err != nil {
+							t.Errorf("cycle %d: %v", cycle, err)
+						}
+					}
+				case "disruption controller down":
+					undo = harness.StopDisruptionController(t)
+				case "Deployment scaled mid-claim":
+					app := victim.Labels["app"]
+					if err := scale(cp, ns, app, 5); err != nil {
+						t.Errorf("cycle %d: scaling %s: %v", cycle, app, err)
+					}
+					undo = func() {
+						if err := scale(cp, ns, app, 4); err != nil {
+							t.Errorf("cycle %d: scaling %s back: %v", cycle, app, err)
+						}
+					}
+				}
+			})
+		}
+		ev.mu.Unlock()
+		gang := researchGang(t, cp, ns, fmt.Sprintf("train-%d", cycle), 2, 8)
+		select {
+		case <-hit:
+			injected[fault]++
+		case <-time.After(2 * harness.DefaultTimeout):
+			t.Fatalf("cycle %d: no eviction", cycle)
+		}
+		if fault == "overflow node NotReady" || fault == "disruption controller down" {
+			// Held until the claim has stopped evicting because of it.
+			waitClaim(t, cp, ns, "paused", func(c *v1alpha1.ResearchClaim) bool { return c.Status.Phase == v1alpha1.PhasePaused })
+			undo()
+		}
+		harness.WaitForPodsBound(t, cp.Client, ns, gang...)
+		if fault == "Deployment scaled mid-claim" {
+			undo()
+		}
+		harness.CheckGangsAtRest(t, inv)
+		harness.DeletePods(t, cp.Client, ns, gang...)
+		for i, n := range nodes {
+			waitPlaced(t, cp, ns, apps[i], 4, func(node string) bool { return node == n }, fmt.Sprintf("back on %s (cycle %d)", n, cycle))
+		}
+		t.Logf("cycle %d (%s): %d evictions, done at %s", cycle, fault, ev.count()-before, time.Since(start).Round(time.Second))
+	}
+	violations := inv.Violations()
+	t.Logf("soak: %d cycles, faults injected %v, evictions %v, %d violations", cycles, injected, inv.Evictions(), len(violations))
+}
+
+func scale(cp *harness.ControlPlane, ns, name string, replicas int32) error {
+	s, err := cp.Client.AppsV1().Deployments(ns).GetScale(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	s.Spec.Replicas = replicas
+	_, err = cp.Client.AppsV1().Deployments(ns).UpdateScale(context.Background(), name, s, metav1.UpdateOptions{})
+	return err
+}
