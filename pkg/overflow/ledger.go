@@ -113,18 +113,10 @@ func NewLedger(classes *Classes, nodes []*v1.Node, podsOn func(node string) []*v
 // freeOf turns a provider's capacity into free room, resources it does not
 // limit unlimited.
 func freeOf(c v1.ResourceList) capacity.Resources {
-	r := capacity.Resources{MilliCPU: unlimited, Memory: unlimited, Pods: unlimited, Scalar: map[v1.ResourceName]int64{}}
-	for name, q := range c {
-		switch name {
-		case v1.ResourceCPU:
-			r.MilliCPU = q.MilliValue()
-		case v1.ResourceMemory:
-			r.Memory = q.Value()
-		case v1.ResourcePods:
-			r.Pods = q.Value()
-		case v1.ResourceEphemeralStorage:
-		default:
-			r.Scalar[name] = q.Value()
+	r := capacity.ResourcesOf(c)
+	for name, v := range map[v1.ResourceName]*int64{v1.ResourceCPU: &r.MilliCPU, v1.ResourceMemory: &r.Memory, v1.ResourcePods: &r.Pods} {
+		if _, limited := c[name]; !limited {
+			*v = unlimited
 		}
 	}
 	return r

@@ -306,9 +306,10 @@ func TestBarePodsStay(t *testing.T) {
 	}
 }
 
-// TestWaveTimesOut: a wave whose replacement never turns Ready holds the
-// next one back only for waveTimeoutSeconds, and says so.
-func TestWaveTimesOut(t *testing.T) {
+// firstWaveOfTwo is a world with a second, younger replica of serve on
+// the overflow node and waves of one pod, after the first wave (serve)
+// started at t0 + 1 min.
+func firstWaveOfTwo(t *testing.T) *world {
 	w := newWorld(t)
 	w.store(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "serve", UID: "rs-serve"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2)}})
 	second := w.serving("serve-2", "vk", 0)
@@ -317,6 +318,13 @@ func TestWaveTimesOut(t *testing.T) {
 	w.rc.cfg.Return.MaxPodsPerWave = 1
 	w.at(0)
 	w.at(time.Minute)
+	return w
+}
+
+// TestWaveTimesOut: a wave whose replacement never turns Ready holds the
+// next one back only for waveTimeoutSeconds, and says so.
+func TestWaveTimesOut(t *testing.T) {
+	w := firstWaveOfTwo(t)
 	if w.moves() != 1 {
 		t.Fatalf("%d moves, want the first wave of 1", w.moves())
 	}
@@ -348,14 +356,7 @@ func TestWaveTimesOut(t *testing.T) {
 // Ready on a physical node, even if it is moved on again (a research
 // claim evicting it) before the controller looks.
 func TestReplacementSeenOnce(t *testing.T) {
-	w := newWorld(t)
-	w.store(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "serve", UID: "rs-serve"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2)}})
-	second := w.serving("serve-2", "vk", 0)
-	second.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
-	w.store(second)
-	w.rc.cfg.Return.MaxPodsPerWave = 1
-	w.at(0)
-	w.at(time.Minute)
+	w := firstWaveOfTwo(t)
 	w.remove(w.serving("serve", "vk", 8))
 	// Its replacement turns Ready on n0 (the pod handler sees it), then
 	// is evicted by a claim before the next tick.

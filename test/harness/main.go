@@ -211,13 +211,7 @@ func runMain(m *testing.M, o mainOptions) (code int) {
 // others of its package (they share the controller).
 func WithoutDisruptionController(t testing.TB) {
 	t.Helper()
-	sharedMu.Lock()
-	running := controllers
-	sharedMu.Unlock()
-	if running == nil {
-		t.Fatal("harness: no controllers: pass harness.WithControllers to harness.Main")
-	}
-	t.Cleanup(running.StopDisruption())
+	StopDisruptionController(t)
 }
 
 // StopDisruptionController stops the disruption controller now and returns
