@@ -323,3 +323,39 @@ func TestEligibility(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanClaimTargets: each victim is counted against the overflow node
+// and provider that has room for it, here the second of two nodes, and
+// never against one that has none.
+func TestPlanClaimTargets(t *testing.T) {
+	c, err := NewClasses(nil, nil, "type=virtual-kubelet", "virtual-kubelet.io/provider")
+	if err != nil {
+		t.Fatal(err)
+	}
+	overflowNode := func(name string, gpus int) *v1.Node {
+		n := st.MakeNode().Name(name).Label("type", "virtual-kubelet").
+			Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "10000", v1.ResourceMemory: "100Ti", v1.ResourcePods: "10000", gpu: fmt.Sprint(gpus)}).Obj()
+		n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+		return n
+	}
+	// vk-a is full (its one provider offers 0), vk-b has 8 GPUs.
+	ledger := NewLedger(c, []*v1.Node{overflowNode("vk-a", 0), overflowNode("vk-b", 8)}, func(string) []*v1.Pod { return nil }, nil)
+	tree := fabric16(t)
+	pods := map[string][]*v1.Pod{}
+	for i := 0; i < tree.NumNodes(); i++ {
+		n := tree.Node(i).Name
+		pods[n] = []*v1.Pod{prodPod(n+"-a", 4), prodPod(n+"-b", 4)}
+	}
+	claim, why, ok := PlanClaim(tree, nodeStates(tree, pods), Request{Shape: gangShape(8), Pods: 1, MaxLevel: 0}, ledger)
+	if !ok {
+		t.Fatalf("no plan: %s", why)
+	}
+	if len(claim.Targets) != 2 {
+		t.Fatalf("targets %v, want one per victim", claim.Targets)
+	}
+	for name, target := range claim.Targets {
+		if target.Node != "vk-b" {
+			t.Errorf("victim %s counted against %v, want vk-b (vk-a has no room)", name, target)
+		}
+	}
+}
