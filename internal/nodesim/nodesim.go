@@ -10,12 +10,14 @@ package nodesim
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -43,6 +45,12 @@ type Simulator struct {
 	nodes  cache.Indexer
 	pods   cache.Indexer
 	queue  workqueue.TypedRateLimitingInterface[string]
+
+	// bound is when the simulator first saw each pending pod bound: the
+	// PodScheduled condition's time has whole seconds only, which would
+	// cut a sub-second startup delay to anything from 0 to itself.
+	mu    sync.Mutex
+	bound map[types.UID]time.Time
 }
 
 // Start runs a simulator until ctx ends and returns once its informers have
@@ -62,6 +70,7 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Sim
 		opts:   opts,
 		nodes:  nodeInformer.GetIndexer(),
 		pods:   podInformer.GetIndexer(),
+		bound:  map[types.UID]time.Time{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodesim"}),
 	}
@@ -73,6 +82,14 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Sim
 	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if p, ok := obj.(*v1.Pod); ok {
+				s.forget(p.UID)
+			}
+		},
 	}); err != nil {
 		return nil, err
 	}
@@ -151,12 +168,35 @@ func (s *Simulator) sync(ctx context.Context, key string) (time.Duration, error)
 		return 0, err
 	}
 	if pod.Status.Phase != v1.PodPending && pod.Status.Phase != "" {
+		s.forget(pod.UID)
 		return 0, nil
 	}
-	if wait := s.opts.StartupDelay - time.Since(boundAt(pod)); wait > 0 {
+	if wait := s.opts.StartupDelay - time.Since(s.boundAt(pod)); wait > 0 {
 		return wait, nil
 	}
-	return 0, s.markRunning(ctx, pod)
+	if err := s.markRunning(ctx, pod); err != nil {
+		return 0, err
+	}
+	s.forget(pod.UID)
+	return 0, nil
+}
+
+// boundAt is when the simulator first saw the pod bound.
+func (s *Simulator) boundAt(pod *v1.Pod) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.bound[pod.UID]
+	if !ok {
+		at = time.Now()
+		s.bound[pod.UID] = at
+	}
+	return at
+}
+
+func (s *Simulator) forget(uid types.UID) {
+	s.mu.Lock()
+	delete(s.bound, uid)
+	s.mu.Unlock()
 }
 
 func (s *Simulator) manages(nodeName string) bool {
@@ -165,16 +205,6 @@ func (s *Simulator) manages(nodeName string) bool {
 		return false
 	}
 	return !s.opts.Skip.Matches(labels.Set(obj.(*v1.Node).Labels))
-}
-
-// boundAt is when the pod was bound, from its PodScheduled condition.
-func boundAt(pod *v1.Pod) time.Time {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == v1.PodScheduled && c.Status == v1.ConditionTrue {
-			return c.LastTransitionTime.Time
-		}
-	}
-	return pod.CreationTimestamp.Time
 }
 
 // GracefulAnnotation, set to "true" on a pod, makes the simulator keep it
