@@ -228,8 +228,11 @@ func (pl *OverflowPreemption) existing(ctx context.Context, namespace, key strin
 }
 
 // clearNomination drops a nomination a claim gave: kube-scheduler keeps a
-// pod's nominated node unless a PostFilter result says otherwise.
-var clearNomination = &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: ""}
+// pod's nominated node unless a PostFilter result says otherwise. A new
+// value each time: the framework may keep or change what it is given.
+func clearNomination() *fwk.NominatingInfo {
+	return &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: ""}
+}
 
 // PostFilter claims room for a single research pod (e.g. a slurmd worker)
 // or, for a member of a label gang, for the whole gang's remaining members.
@@ -238,7 +241,7 @@ var clearNomination = &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, Nomi
 func (pl *OverflowPreemption) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	res, st := pl.postFilter(ctx, pod)
 	if !st.IsSuccess() && res == nil && pod.Status.NominatedNodeName != "" {
-		res = &fwk.PostFilterResult{NominatingInfo: clearNomination}
+		res = &fwk.PostFilterResult{NominatingInfo: clearNomination()}
 	}
 	return res, st
 }
