@@ -244,12 +244,13 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 
 	// Before any eviction: every overflow provider the claim counts on
 	// must still hold what is counted against it.
-	phase, message := v1alpha1.PhaseEvicting, ""
+	// cause is why a paused claim waits; a new cause is told in an Event.
+	phase, message, cause := v1alpha1.PhaseEvicting, "", ""
 	if len(st.pending) > 0 {
 		ledger := e.ledger()
 		for _, v := range st.pending {
 			if ok, why := ledger.Holds(overflow.Target{Node: v.Target.Node, Provider: v.Target.Provider}); !ok {
-				phase, message = v1alpha1.PhasePaused, "paused: "+why
+				phase, message, cause = v1alpha1.PhasePaused, "paused: "+why, why
 				break
 			}
 		}
@@ -269,14 +270,18 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	case message == "":
 		message = fmt.Sprintf("%d of %d production pods moved, %d moving, %d to go", len(c.Status.Replaced), len(c.Spec.Victims), st.inFlight+evicted, pending)
 		if len(st.blocked) > 0 {
-			message += "; waiting for " + st.blocked.String()
+			cause = st.blocked.String()
+			message += "; waiting for " + cause
 			if evicted == 0 {
 				phase = v1alpha1.PhasePaused
 			}
 		}
 	}
 	freedNow := phase == v1alpha1.PhaseFreed && stored.Status.Phase != v1alpha1.PhaseFreed
-	pausedNow := phase == v1alpha1.PhasePaused && stored.Status.Phase != v1alpha1.PhasePaused
+	// Told when the claim pauses, and again when it stays paused for
+	// another reason (a budget, then the overflow node NotReady).
+	pausedNow := phase == v1alpha1.PhasePaused &&
+		(stored.Status.Phase != v1alpha1.PhasePaused || !strings.Contains(stored.Status.Message, cause))
 	c.Status.Phase, c.Status.Message = phase, message
 	if err := e.writeStatus(ctx, stored, c); err != nil {
 		return err

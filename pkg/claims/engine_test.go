@@ -432,6 +432,33 @@ func TestPausedWhileOverflowNotReady(t *testing.T) {
 	}
 }
 
+// TestPauseCauseChangeIsTold: a claim already paused on a budget whose
+// overflow node then goes NotReady says so in a second ClaimPaused Event;
+// a pass with the same cause says nothing new.
+func TestPauseCauseChangeIsTold(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 4, "n0", 1)
+	r.pdb("serve", "serve", 1, 4, 4)
+	key := r.claim(r.claimant("train"), victims)
+	r.sync(key, 0)
+	r.pdb("serve", "serve", 1, 4, 3) // the first eviction spent the budget
+	r.sync(key, time.Second)
+	r.sync(key, 2*time.Second)
+	if got := r.events(ReasonPaused); len(got) != 1 || !strings.Contains(got[0], "PodDisruptionBudget serve") {
+		t.Fatalf("paused on the budget: %s events %q, want one naming PodDisruptionBudget serve", ReasonPaused, got)
+	}
+	down := node("vk", true)
+	down.Status.Conditions[0].Status = v1.ConditionFalse
+	r.put(down)
+	r.replace("serve", "serve-new-0", "vk")
+	r.pdb("serve", "serve", 1, 4, 4)
+	r.sync(key, 3*time.Second)
+	got := r.events(ReasonPaused) // (events drains: only the new ones)
+	if len(got) != 1 || !strings.Contains(got[0], "vk is not Ready") {
+		t.Fatalf("paused on the budget, then the overflow node NotReady: new %s events %q, want one naming vk", ReasonPaused, got)
+	}
+}
+
 // TestOverflowFullPauses: a provider whose capacity shrank below what is
 // counted on it pauses the claim too.
 func TestOverflowFullPauses(t *testing.T) {
