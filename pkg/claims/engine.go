@@ -55,11 +55,21 @@ const (
 	// ReasonMoved: on victims, evicted to move to an overflow node.
 	ReasonMoved = "MovedToOverflow"
 	// ReasonPaused: on claimants, an overflow node the claim counts on
-	// is NotReady or full.
+	// is NotReady or full (action ActionWaitOverflow), or no budget allows
+	// the next eviction (ActionWaitBudget).
 	ReasonPaused = "ClaimPaused"
 	// ReasonReplacementTimeout: on victims, the replacement did not turn
 	// Ready on an overflow node in time.
 	ReasonReplacementTimeout = "ReplacementTimedOut"
+)
+
+// A paused claim's Events differ in their action by what it waits for:
+// the events library folds Events of the same reason and action on one
+// object into a series that keeps the first note, so a claim that stays
+// paused for a new reason would not be seen to.
+const (
+	ActionWaitOverflow = "WaitForOverflowNode"
+	ActionWaitBudget   = "WaitForDisruptionBudget"
 )
 
 // resyncPeriod is how often a live claim is looked at without an event
@@ -245,12 +255,12 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	// Before any eviction: every overflow provider the claim counts on
 	// must still hold what is counted against it.
 	// cause is why a paused claim waits; a new cause is told in an Event.
-	phase, message, cause := v1alpha1.PhaseEvicting, "", ""
+	phase, message, cause, action := v1alpha1.PhaseEvicting, "", "", ""
 	if len(st.pending) > 0 {
 		ledger := e.ledger()
 		for _, v := range st.pending {
 			if ok, why := ledger.Holds(overflow.Target{Node: v.Target.Node, Provider: v.Target.Provider}); !ok {
-				phase, message, cause = v1alpha1.PhasePaused, "paused: "+why, why
+				phase, message, cause, action = v1alpha1.PhasePaused, "paused: "+why, why, ActionWaitOverflow
 				break
 			}
 		}
@@ -270,7 +280,7 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	case message == "":
 		message = fmt.Sprintf("%d of %d production pods moved, %d moving, %d to go", len(c.Status.Replaced), len(c.Spec.Victims), st.inFlight+evicted, pending)
 		if len(st.blocked) > 0 {
-			cause = st.blocked.String()
+			cause, action = st.blocked.String(), ActionWaitBudget
 			message += "; waiting for " + cause
 			if evicted == 0 {
 				phase = v1alpha1.PhasePaused
@@ -288,7 +298,7 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	}
 	if pausedNow && e.cfg.Recorder != nil {
 		for _, p := range claimants {
-			e.cfg.Recorder.Eventf(p, nil, v1.EventTypeWarning, ReasonPaused, "Preempting", "claim of %s %s", c.Spec.Domain, message)
+			e.cfg.Recorder.Eventf(p, nil, v1.EventTypeWarning, ReasonPaused, action, "claim of %s %s", c.Spec.Domain, message)
 		}
 	}
 	if freedNow && e.cfg.Activate != nil {

@@ -433,10 +433,13 @@ func TestPausedWhileOverflowNotReady(t *testing.T) {
 }
 
 // TestPauseCauseChangeIsTold: a claim already paused on a budget whose
-// overflow node then goes NotReady says so in a second ClaimPaused Event;
-// a pass with the same cause says nothing new.
+// overflow node then goes NotReady says so in a second ClaimPaused Event
+// (a pass with the same cause says nothing new). Their actions differ: the
+// events library folds Events of one reason and action on one object into
+// a series that keeps the first note.
 func TestPauseCauseChangeIsTold(t *testing.T) {
 	r := newRig(t)
+	r.recorder.Verbose = true // the action too
 	victims := r.rs("serve", 4, "n0", 1)
 	r.pdb("serve", "serve", 1, 4, 4)
 	key := r.claim(r.claimant("train"), victims)
@@ -444,8 +447,8 @@ func TestPauseCauseChangeIsTold(t *testing.T) {
 	r.pdb("serve", "serve", 1, 4, 3) // the first eviction spent the budget
 	r.sync(key, time.Second)
 	r.sync(key, 2*time.Second)
-	if got := r.events(ReasonPaused); len(got) != 1 || !strings.Contains(got[0], "PodDisruptionBudget serve") {
-		t.Fatalf("paused on the budget: %s events %q, want one naming PodDisruptionBudget serve", ReasonPaused, got)
+	if got := r.events(ReasonPaused); len(got) != 1 || !strings.Contains(got[0], ActionWaitBudget+" ") || !strings.Contains(got[0], "PodDisruptionBudget serve") {
+		t.Fatalf("paused on the budget: %s events %q, want one (%s) naming PodDisruptionBudget serve", ReasonPaused, got, ActionWaitBudget)
 	}
 	down := node("vk", true)
 	down.Status.Conditions[0].Status = v1.ConditionFalse
@@ -454,8 +457,8 @@ func TestPauseCauseChangeIsTold(t *testing.T) {
 	r.pdb("serve", "serve", 1, 4, 4)
 	r.sync(key, 3*time.Second)
 	got := r.events(ReasonPaused) // (events drains: only the new ones)
-	if len(got) != 1 || !strings.Contains(got[0], "vk is not Ready") {
-		t.Fatalf("paused on the budget, then the overflow node NotReady: new %s events %q, want one naming vk", ReasonPaused, got)
+	if len(got) != 1 || !strings.Contains(got[0], ActionWaitOverflow+" ") || !strings.Contains(got[0], "vk is not Ready") {
+		t.Fatalf("paused on the budget, then the overflow node NotReady: new %s events %q, want one (%s) naming vk", ReasonPaused, got, ActionWaitOverflow)
 	}
 }
 
