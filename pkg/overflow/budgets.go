@@ -5,6 +5,7 @@ package overflow
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -112,6 +113,7 @@ func (b *Budgets) Of(pod *v1.Pod) (Budget, string) {
 	for i, p := range pdbs {
 		names[i] = p.Name
 	}
+	slices.Sort(names) // the lister's order is a map's
 	return Budget{}, fmt.Sprintf("it is selected by %d PodDisruptionBudgets (%s): the Eviction API refuses pods under more than one", len(pdbs), strings.Join(names, ", "))
 }
 
