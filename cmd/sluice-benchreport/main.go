@@ -67,7 +67,7 @@ func (r *Report) check() error {
 			if row.Case == "ResearchClaim" && run.Variant == "sluice" {
 				claims++
 				if run.Victims < 1 || run.Waves < 1 || run.ClaimSeconds <= 0 {
-					errs = append(errs, fmt.Errorf("%s: the claim did not complete (victims %.0f, waves %.0f, gang running after %.1fs)", row.Workload, run.Victims, run.Waves, run.ClaimSeconds))
+					errs = append(errs, fmt.Errorf("%s: the claim did not complete (victims %.0f, waves %.0f, room free after %.1fs)", row.Workload, run.Victims, run.Waves, run.ClaimSeconds))
 				}
 			}
 		}
@@ -311,7 +311,7 @@ func (rep *Report) write(w io.Writer) {
 			if r.ClaimSeconds > 0 || r.Victims > 0 {
 				if !claims {
 					fmt.Fprintln(w)
-					fmt.Fprintln(w, "| research claim | profile | gang running after s (claim) | victims | waves |")
+					fmt.Fprintln(w, "| research claim | profile | room free after s (claim) | victims | waves |")
 					fmt.Fprintln(w, "|---|---|---|---|---|")
 					claims = true
 				}

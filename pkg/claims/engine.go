@@ -72,6 +72,15 @@ const (
 	ActionWaitBudget   = "WaitForDisruptionBudget"
 )
 
+// observeDone records a claim whose work is done: the room it claimed is
+// free (or its pods are bound already). Recorded then rather than at the
+// last bind, which this engine sees only after the scheduler does.
+func observeDone(c *v1alpha1.ResearchClaim, now time.Time) {
+	metrics.ClaimDuration.Observe(now.Sub(c.CreationTimestamp.Time).Seconds())
+	metrics.ClaimVictims.Observe(float64(len(c.Spec.Victims)))
+	metrics.ClaimWaves.Observe(float64(c.Status.Rounds))
+}
+
 // resyncPeriod is how often a live claim is looked at without an event
 // (its timeouts).
 const resyncPeriod = time.Second
@@ -237,9 +246,9 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 		return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
 	}
 	if bound == len(c.Spec.Claimants) {
-		metrics.ClaimDuration.Observe(now.Sub(c.CreationTimestamp.Time).Seconds())
-		metrics.ClaimVictims.Observe(float64(len(c.Spec.Victims)))
-		metrics.ClaimWaves.Observe(float64(c.Status.Rounds))
+		if stored.Status.Phase != v1alpha1.PhaseFreed {
+			observeDone(c, now) // bound before this replica saw the room free
+		}
 		logger.V(2).Info("Claim done: its pods are bound", "claim", key, "victims", len(c.Spec.Victims))
 		return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
 	}
@@ -300,6 +309,9 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 		for _, p := range claimants {
 			e.cfg.Recorder.Eventf(p, nil, v1.EventTypeWarning, ReasonPaused, action, "claim of %s %s", c.Spec.Domain, message)
 		}
+	}
+	if freedNow {
+		observeDone(c, now)
 	}
 	if freedNow && e.cfg.Activate != nil {
 		// The room is free: retry the claimants now rather than when

@@ -137,11 +137,12 @@ var (
 		Help:           "Production pods moved from overflow nodes back to physical capacity.",
 		StabilityLevel: metrics.ALPHA,
 	})
-	// ClaimDuration is the time from a research claim to its pods running.
+	// ClaimDuration is the time from a research claim to the room it
+	// claimed being free.
 	ClaimDuration = metrics.NewHistogram(&metrics.HistogramOpts{
 		Namespace:      namespace,
 		Name:           "research_claim_duration_seconds",
-		Help:           "Time from a research gang or pod claiming physical GPUs (evicting production) to all its pods bound.",
+		Help:           "Time from a research gang or pod claiming physical GPUs (evicting production) to the claimed room being free (every victim moved), or to its pods bound if that came first.",
 		Buckets:        metrics.ExponentialBuckets(0.5, 2, 14),
 		StabilityLevel: metrics.ALPHA,
 	})

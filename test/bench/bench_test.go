@@ -4,7 +4,9 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -15,9 +17,16 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/kubernetes/pkg/scheduler"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
+	"k8s.io/utils/ptr"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
+	"github.com/sluice-sched/sluice/internal/kcm"
+	"github.com/sluice-sched/sluice/internal/nodesim"
 	"github.com/sluice-sched/sluice/pkg/registry"
 )
 
@@ -50,6 +59,10 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	}
 	perf.RunBenchmarkPerfScheduling(b, generatedWorkloads, "sluice", registry.PerScheduler(),
 		perf.WithPodsSchedulingTimeout(20*time.Minute),
+		perf.WithPrepareFn(startClusterParts),
+		perf.WithNodeUpdateFn(func(tCtx ktesting.TContext, _ *scheduler.Scheduler, _ *perf.Workload, _ *v1.NodeList) error {
+			return waitProductionReady(tCtx)
+		}),
 		perf.WithPreRunFn(func(tCtx ktesting.TContext, w *perf.Workload) (func(), error) {
 			resetPeakRSS()
 			cpu0, start := cpuSeconds(), time.Now()
@@ -69,6 +82,51 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, cpuFile), data, 0o644); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// clusterPartsCase is the case that runs what a claim needs beyond
+// scheduler_perf's apiserver and scheduler: controllers that replace an
+// evicted pod and a node simulator that makes the replacement Ready.
+const clusterPartsCase = "/ResearchClaim/"
+
+// startClusterParts starts, for clusterPartsCase only, the ReplicaSet,
+// Deployment, StatefulSet and disruption controllers and the node
+// simulator; they stop with the workload.
+func startClusterParts(tCtx ktesting.TContext) error {
+	if !strings.Contains(tCtx.Name()+"/", clusterPartsCase) {
+		return nil
+	}
+	if _, err := kcm.Start(tCtx, tCtx.RESTConfig(), kcm.Set{Workloads: true}); err != nil {
+		return fmt.Errorf("controllers: %w", err)
+	}
+	if _, err := nodesim.Start(tCtx, tCtx.Client(), nodesim.Options{}); err != nil {
+		return fmt.Errorf("node simulator: %w", err)
+	}
+	return nil
+}
+
+// waitProductionReady returns once every Deployment has all its replicas
+// Ready (at once where there are none): the production a claim moves is
+// in place before the next operation.
+func waitProductionReady(tCtx ktesting.TContext) error {
+	var last string
+	err := wait.PollUntilContextTimeout(tCtx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := tCtx.Client().AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		want, ready := int32(0), int32(0)
+		for _, d := range list.Items {
+			want += ptr.Deref(d.Spec.Replicas, 1)
+			ready += d.Status.ReadyReplicas
+		}
+		last = fmt.Sprintf("%d of %d production replicas Ready", ready, want)
+		return ready == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for production: %s: %w", last, err)
+	}
+	return nil
 }
 
 // dataDir is where scheduler_perf writes its JSON (-data-items-dir, else

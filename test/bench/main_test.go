@@ -87,7 +87,7 @@ func writeSchedulerConfig(shipped, out string) error {
 // a gang's size (podsPerGroup) is a shape, not a size, and is kept.
 var sizeParams = map[string]bool{
 	"initNodes": true, "initPods": true, "measurePods": true, "nodes": true,
-	"gangs": true, "productionPods": true, "gangPods": true,
+	"gangs": true, "deployments": true, "gangPods": true,
 }
 
 // writeScaledWorkloads writes the performance configuration with the sizes
@@ -136,7 +136,7 @@ func podsOf(params map[string]any) int {
 		v, _ := params[k].(float64)
 		return int(v)
 	}
-	return n("initPods") + n("measurePods") + n("productionPods") + n("gangPods") + n("gangs")*n("podsPerGroup")
+	return n("initPods") + n("measurePods") + n("deployments")*n("replicas") + n("gangPods") + n("gangs")*n("podsPerGroup")
 }
 
 func hasLabel(workload map[string]any, label string) bool {
