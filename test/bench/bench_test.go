@@ -22,8 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/kubernetes/pkg/scheduler"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
-	"k8s.io/utils/ptr"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
+	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/internal/kcm"
 	"github.com/sluice-sched/sluice/internal/nodesim"
