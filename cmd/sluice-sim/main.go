@@ -84,7 +84,8 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	envOpts := sim.EnvOptions{}
+	// The ResearchClaim CRD beside the configuration, as manifests/ ships them.
+	envOpts := sim.EnvOptions{CRDs: []string{filepath.Join(filepath.Dir(o.config), "crds", "claims.sluice.dev_researchclaims.yaml")}}
 	var logs io.Writer = io.Discard
 	if o.logFile != "" {
 		f, err := os.Create(o.logFile)

@@ -43,6 +43,9 @@ type EnvOptions struct {
 	Controllers bool
 	// Log receives the components' logs (discarded when nil).
 	Log io.Writer
+	// CRDs are CRD manifests installed before the scheduler starts: the
+	// ResearchClaim CRD, without which no claim can be made.
+	CRDs []string
 }
 
 // Env is one simulated cluster running one policy.
@@ -97,6 +100,12 @@ func NewEnv(ctx context.Context, policy Policy, opts EnvOptions) (env *Env, err 
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sluice-system"}}, metav1.CreateOptions{}); err != nil {
 		e.Close()
 		return nil, err
+	}
+	if len(opts.CRDs) > 0 {
+		if err := localcluster.InstallCRDs(ctx, cp, opts.CRDs...); err != nil {
+			e.Close()
+			return nil, err
+		}
 	}
 	if opts.Controllers {
 		if _, err := kcm.Start(ctx, cp.Config, kcm.Set{Workloads: true}); err != nil {
