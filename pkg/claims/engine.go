@@ -521,16 +521,23 @@ func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state,
 			st.blocked.add(why, v)
 			continue
 		}
-		allowed := budget.Capacity - st.byBudget[budget.Name] - taken[budget.Name]
-		if budget.PDB != nil {
-			allowed = min(allowed, budget.Allowed-taken[budget.Name])
-		}
-		if allowed <= 0 {
-			st.blocked.add(budgetName(budget)+" allows no more now", v)
-			continue
+		move := e.cfg.Waves.Evict
+		if budget.Spent(pod, now) {
+			// An eviction cut off (its leader killed): the budget
+			// already counts the pod as gone.
+			move = e.cfg.Waves.Finish
+		} else {
+			allowed := budget.Capacity - st.byBudget[budget.Name] - taken[budget.Name]
+			if budget.PDB != nil {
+				allowed = min(allowed, budget.Allowed-taken[budget.Name])
+			}
+			if allowed <= 0 {
+				st.blocked.add(budgetName(budget)+" allows no more now", v)
+				continue
+			}
 		}
 		note := fmt.Sprintf("moving to an overflow node so %s gets %s (%s)", c.Spec.Key, c.Spec.Domain, c.Spec.Note)
-		ok, err := e.cfg.Waves.Evict(ctx, pod, note)
+		ok, err := move(ctx, pod, note)
 		switch {
 		case err != nil && apierrors.IsNotFound(err):
 			// Gone meanwhile: nothing to move.

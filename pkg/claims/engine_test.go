@@ -55,6 +55,7 @@ type rig struct {
 	// evictErr answers an eviction (nil: the pod goes).
 	evictErr  func(pod string) error
 	evictions []string
+	deletions []string // pods deleted without the Eviction API
 	tries     int
 	activated []string
 }
@@ -82,6 +83,14 @@ func newRig(t *testing.T) *rig {
 		r.mu.Unlock()
 		r.gone(ev.Namespace, ev.Name)
 		return true, ev, nil
+	})
+	client.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.DeleteAction)
+		r.mu.Lock()
+		r.deletions = append(r.deletions, d.GetName())
+		r.mu.Unlock()
+		r.gone(d.GetNamespace(), d.GetName())
+		return true, nil, nil
 	})
 	scheme := runtime.NewScheme()
 	r.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{v1alpha1.Resource: "ResearchClaimList"})
@@ -279,6 +288,12 @@ func (r *rig) evicted() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.evictions...)
+}
+
+func (r *rig) deleted() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.deletions...)
 }
 
 func (r *rig) events(reason string) []string {
@@ -502,6 +517,55 @@ func TestResumeCountsTerminating(t *testing.T) {
 	}
 	if got := r.store.Reservations(); len(got) != 8 {
 		t.Errorf("%d reservations, want all 8 victims' room held", len(got))
+	}
+}
+
+// TestFinishesCutOffEviction: a leader killed inside an eviction leaves
+// the apiserver's half of it done: the budget spent on the pod (listed
+// among the PDB's disruptedPods) and the pod not deleted. The Eviction API
+// refuses the pod again (the budget allows no more) until the disruption
+// controller drops the record two minutes later. The next leader finishes
+// that eviction at once, by deleting the pod the budget already counts as
+// gone, and evicts nothing the budget does not allow; a record too old to
+// trust is not acted on.
+func TestFinishesCutOffEviction(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 4, "n0", 2)
+	r.pdb("serve", "serve", 1, 4, 4)
+	pdb, err := r.inf.Policy().V1().PodDisruptionBudgets().Lister().PodDisruptionBudgets("prod").Get("serve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := pdb.DeepCopy()
+	cut.Status.DisruptionsAllowed, cut.Status.CurrentHealthy = 0, 3
+	cut.Status.DisruptedPods = map[string]metav1.Time{victims[0].Name: metav1.NewTime(t0.Add(-time.Second))}
+	r.put(cut)
+	r.evictErr = func(string) error { return apierrors.NewTooManyRequests("budget", 1) }
+	key := r.claim(r.claimant("train"), victims)
+	r.sync(key, 0)
+	if got := r.deleted(); len(got) != 1 || got[0] != victims[0].Name {
+		t.Fatalf("deleted %v, want only %s, whose eviction the budget already counts", got, victims[0].Name)
+	}
+	if got := r.evicted(); len(got) != 0 {
+		t.Fatalf("evicted %v with a budget that allows none", got)
+	}
+	c, _ := r.get(key)
+	if len(c.Status.Evicted) != 1 {
+		t.Fatalf("status records %d evictions, want 1", len(c.Status.Evicted))
+	}
+
+	// The same record, read when it is too old to trust: nothing moves
+	// before the budget allows it.
+	r2 := newRig(t)
+	victims = r2.rs("serve", 4, "n0", 2)
+	old := cut.DeepCopy()
+	old.Status.DisruptedPods = map[string]metav1.Time{victims[0].Name: metav1.NewTime(t0.Add(-2 * time.Minute))}
+	r2.put(old)
+	r2.evictErr = r.evictErr
+	key = r2.claim(r2.claimant("train"), victims)
+	r2.sync(key, 0)
+	if got := r2.deleted(); len(got) != 0 {
+		t.Fatalf("deleted %v on a disruptedPods record of 2 minutes ago", got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -33,6 +34,28 @@ type Budget struct {
 	// Allowed is how many more disruptions it allows now (the PDB's
 	// status), or Capacity for a default budget.
 	Allowed int
+}
+
+// spentWindow is how long after the Eviction API spent a budget on a pod
+// sluice trusts the PDB's record of it: the disruption controller drops
+// the record two minutes after it was written (its DeletionTimeout) and
+// counts the pod as healthy again; the margin covers clock skew between
+// the apiserver and the scheduler.
+const spentWindow = 90 * time.Second
+
+// Spent reports whether the Eviction API has already spent this budget on
+// pod without deleting it: the PDB lists the pod among its disruptedPods,
+// recently, and the pod is not being deleted. That is an eviction cut off
+// between its two writes (the budget's, then the pod's delete), as when
+// the evicting leader is killed mid-request. Until the disruption
+// controller drops the record the budget counts the pod as gone, so
+// evicting it again is refused (429); deleting it spends nothing more.
+func (b Budget) Spent(pod *v1.Pod, now time.Time) bool {
+	if b.PDB == nil || pod.DeletionTimestamp != nil {
+		return false
+	}
+	at, ok := b.PDB.Status.DisruptedPods[pod.Name]
+	return ok && now.Sub(at.Time) < spentWindow
 }
 
 // Owner is a pod's controller, the one that replaces it.

@@ -70,6 +70,26 @@ func (w *Waves) Evict(ctx context.Context, pod *v1.Pod, note string) (bool, erro
 	return true, nil
 }
 
+// Finish completes an eviction the Eviction API approved but did not
+// carry out (Budget.Spent): it deletes the pod, which the budget already
+// counts as gone. It returns what Evict returns.
+func (w *Waves) Finish(ctx context.Context, pod *v1.Pod, note string) (bool, error) {
+	err := w.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return true, nil
+	default:
+		return false, fmt.Errorf("finishing the eviction of %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	metrics.OverflowEvictions.WithLabelValues(w.reason).Inc()
+	if w.recorder != nil {
+		w.recorder.Eventf(pod, nil, v1.EventTypeNormal, eventReason(w.reason), "Evicting", "%s (finishing an eviction its PodDisruptionBudget already counts)", note)
+	}
+	klog.FromContext(ctx).V(2).Info("Finished an approved eviction", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "reason", w.reason, "note", note)
+	return true, nil
+}
+
 func eventReason(reason string) string {
 	if reason == MoveReturn {
 		return "ReturnedToPhysical"

@@ -206,11 +206,20 @@ func (r *Controller) Tick(ctx context.Context) {
 			break
 		}
 		budget, why := r.cfg.Budgets.Of(p)
-		if why != "" || budget.Allowed-taken[budget.Name] <= 0 || budget.Capacity-taken[budget.Name] <= 0 {
+		if why != "" || budget.Capacity-taken[budget.Name] <= 0 {
+			continue
+		}
+		move := r.cfg.Waves.Evict
+		switch {
+		case budget.Spent(p, now):
+			// An eviction cut off (its leader killed): the budget
+			// already counts the pod as gone.
+			move = r.cfg.Waves.Finish
+		case budget.Allowed-taken[budget.Name] <= 0:
 			continue
 		}
 		note := fmt.Sprintf("physical room for it has been free for %ds; its replacement goes back to a physical node", r.cfg.Return.HysteresisSeconds)
-		ok, err := r.cfg.Waves.Evict(ctx, p, note)
+		ok, err := move(ctx, p, note)
 		if err != nil {
 			logger.Error(err, "Return eviction failed")
 			continue

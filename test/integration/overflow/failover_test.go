@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/internal/nodesim"
@@ -157,6 +158,58 @@ func TestFailover(t *testing.T) {
 	for i, n := range nodes {
 		waitPlaced(t, cp, ns, apps[i], 4, func(node string) bool { return node == n }, "back on "+n)
 	}
+	t.Logf("evictions: %v", inv.Evictions())
+}
+
+// TestCutOffEvictionIsFinished: a leader killed inside an eviction leaves
+// the apiserver's half of it done, the budget spent on the pod (the PDB
+// lists it among its disruptedPods) and the pod not deleted. The disruption
+// controller keeps that record for two minutes, and the Eviction API
+// refuses the pod again until then. Here one pod of every Deployment is
+// left so (the state a SIGKILL between the two writes leaves, written
+// directly, as a kill cannot be timed to land there): the claim finishes
+// those evictions at once, breaks no budget, and the gang is bound well
+// before the records would have expired.
+func TestCutOffEvictionIsFinished(t *testing.T) {
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	nodes := cluster(t, cp, "co", 1, 2, 2, 256, false)
+	startScheduler(t, cp, 2)
+	apps := production(t, cp, ns, "co-overflow", nodes, 0)
+	inv := harness.WatchInvariants(t, cp, ns, 256)
+	inv.Arm()
+	for _, app := range apps {
+		spent := podsOf(t, cp, ns, app)[0].Name
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			pdb, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Get(t.Context(), app, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if pdb.Status.DisruptedPods == nil {
+				pdb.Status.DisruptedPods = map[string]metav1.Time{}
+			}
+			pdb.Status.DisruptedPods[spent] = metav1.Now()
+			pdb.Status.DisruptionsAllowed--
+			_, err = cp.Client.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(t.Context(), pdb, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("spending %s's budget on %s: %v", app, spent, err)
+		}
+		harness.Eventually(t, harness.DefaultTimeout, func(ctx context.Context) (bool, error) {
+			pdb, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, app, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			_, kept := pdb.Status.DisruptedPods[spent]
+			return kept && pdb.Status.CurrentHealthy == 3 && pdb.Status.DisruptionsAllowed == 0, nil
+		}, func() string { return "the disruption controller counts " + spent + " as disrupted" })
+	}
+	start := time.Now()
+	gang := researchGang(t, cp, ns, "train", 2, 8)
+	harness.WaitForPodsBound(t, cp.Client, ns, gang...)
+	t.Logf("gang bound %s after the claim began, every budget spent on a pod not deleted", time.Since(start).Round(time.Millisecond))
+	harness.CheckGangsAtRest(t, inv)
 	t.Logf("evictions: %v", inv.Evictions())
 }
 
