@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -133,8 +132,8 @@ func toTyped(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	c := &v1alpha1.ResearchClaim{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c); err != nil {
+	c, err := v1alpha1.FromUnstructured(u.Object)
+	if err != nil {
 		// A claim sluice cannot read holds nothing; it is left alone.
 		c = &v1alpha1.ResearchClaim{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}}
 		c.Status.Phase = v1alpha1.PhaseGivenUp
@@ -236,9 +235,7 @@ func (s *Store) resource(namespace string) dynamic.ResourceInterface {
 
 // Create creates a claim.
 func (s *Store) Create(ctx context.Context, c *v1alpha1.ResearchClaim) (*v1alpha1.ResearchClaim, error) {
-	c = c.DeepCopy()
-	c.APIVersion, c.Kind = v1alpha1.SchemeGroupVersion.String(), v1alpha1.Kind
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+	obj, err := c.ToUnstructured()
 	if err != nil {
 		return nil, err
 	}
@@ -246,8 +243,8 @@ func (s *Store) Create(ctx context.Context, c *v1alpha1.ResearchClaim) (*v1alpha
 	if err != nil {
 		return nil, err
 	}
-	out := &v1alpha1.ResearchClaim{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(created.Object, out); err != nil {
+	out, err := v1alpha1.FromUnstructured(created.Object)
+	if err != nil {
 		return nil, err
 	}
 	s.written(out)
@@ -283,9 +280,7 @@ func newer(a, b *v1alpha1.ResearchClaim) bool {
 
 // UpdateStatus writes a claim's status.
 func (s *Store) UpdateStatus(ctx context.Context, c *v1alpha1.ResearchClaim) error {
-	c = c.DeepCopy()
-	c.APIVersion, c.Kind = v1alpha1.SchemeGroupVersion.String(), v1alpha1.Kind
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+	obj, err := c.ToUnstructured()
 	if err != nil {
 		return err
 	}
@@ -293,8 +288,7 @@ func (s *Store) UpdateStatus(ctx context.Context, c *v1alpha1.ResearchClaim) err
 	if err != nil {
 		return err
 	}
-	out := &v1alpha1.ResearchClaim{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(updated.Object, out); err == nil {
+	if out, err := v1alpha1.FromUnstructured(updated.Object); err == nil {
 		s.written(out)
 	}
 	return nil

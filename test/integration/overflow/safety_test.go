@@ -14,15 +14,17 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
 	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
+	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/test/harness"
 )
 
@@ -81,9 +83,11 @@ func claimsOf(t *testing.T, cp *harness.ControlPlane, ns string) []v1alpha1.Rese
 	}
 	out := make([]v1alpha1.ResearchClaim, len(list.Items))
 	for i := range list.Items {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &out[i]); err != nil {
+		c, err := v1alpha1.FromUnstructured(list.Items[i].Object)
+		if err != nil {
 			t.Fatal(err)
 		}
+		out[i] = *c
 	}
 	return out
 }
@@ -567,4 +571,76 @@ func setNodeReady(cp *harness.ControlPlane, name string, status v1.ConditionStat
 		_, err = cp.Client.CoreV1().Nodes().UpdateStatus(context.Background(), node, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// TestLargeClaimIsRecorded: a claim on a large domain, the bench's full
+// size (a 512-pod gang freeing 4,096 production pods of 100 Deployments on
+// 512 nodes), is recorded in the real apiserver and etcd (etcd refuses a
+// request over 1.5 MiB) and its status written with every victim evicted
+// and replaced; it reads back whole, victims of each controller in order.
+func TestLargeClaimIsRecorded(t *testing.T) {
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := claims.NewStore(t.Context(), dyn, cp.Client.Discovery())
+	c := &v1alpha1.ResearchClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "large"}}
+	c.Spec = v1alpha1.ResearchClaimSpec{Key: ns + "/train (scheduling.k8s.io/v1beta1)", Domain: "spine/s0", TimeoutSeconds: 600, ReplacementTimeoutSeconds: 300,
+		Note: "4096 production pods chosen as the fewest victims in spine/s0"}
+	for i := range 512 {
+		c.Spec.Claimants = append(c.Spec.Claimants, v1alpha1.Claimant{Name: fmt.Sprintf("train-%d", i), UID: uuid.NewUUID(), Node: fmt.Sprintf("gpu-%d", i)})
+	}
+	owners := make([]v1alpha1.Owner, 100)
+	for d := range owners {
+		owners[d] = v1alpha1.Owner{Kind: "ReplicaSet", Name: fmt.Sprintf("prod-%d-7596c99797", d), UID: uuid.NewUUID()}
+	}
+	requests := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("4Gi"), "nvidia.com/gpu": resource.MustParse("1")}
+	want := map[string][]string{}
+	for i := range 4096 {
+		// Node by node, 8 a node, each of another Deployment: the order
+		// the planner lists them in.
+		o := owners[(i*37)%len(owners)]
+		v := v1alpha1.Victim{Namespace: "production-0", Name: fmt.Sprintf("%s-%05d", o.Name, i), UID: uuid.NewUUID(), Node: fmt.Sprintf("gpu-%d", i/8),
+			Owner: o, Budget: "default/production-0/ReplicaSet/" + o.Name, Target: v1alpha1.Target{Node: "overflow-0", Provider: "provider-a"}, Requests: requests}
+		c.Spec.Victims = append(c.Spec.Victims, v)
+		want[o.Name] = append(want[o.Name], v.Name)
+	}
+	created, err := store.Create(t.Context(), c)
+	if err != nil {
+		t.Fatalf("recording a claim of %d victims: %v", len(c.Spec.Victims), err)
+	}
+	now := metav1.Now()
+	for _, v := range c.Spec.Victims {
+		created.Status.Evicted = append(created.Status.Evicted, v1alpha1.Eviction{UID: v.UID, Time: now})
+		created.Status.Replaced = append(created.Status.Replaced, v.UID)
+		created.Status.Replacements = append(created.Status.Replacements, uuid.NewUUID())
+	}
+	created.Status.Phase, created.Status.Rounds = v1alpha1.PhaseFreed, 200
+	if err := store.UpdateStatus(t.Context(), created); err != nil {
+		t.Fatalf("writing the status of a claim of %d victims, all evicted and replaced: %v", len(c.Spec.Victims), err)
+	}
+	got := claimsOf(t, cp, ns)
+	if len(got) != 1 {
+		t.Fatalf("%d claims read back, want 1", len(got))
+	}
+	read := got[0]
+	if len(read.Spec.Victims) != 4096 || len(read.Spec.Claimants) != 512 || len(read.Status.Replaced) != 4096 || read.Status.Phase != v1alpha1.PhaseFreed {
+		t.Fatalf("read back %d victims, %d claimants, %d replaced, phase %q; want 4096, 512, 4096, Freed",
+			len(read.Spec.Victims), len(read.Spec.Claimants), len(read.Status.Replaced), read.Status.Phase)
+	}
+	gotOrder := map[string][]string{}
+	for _, v := range read.Spec.Victims {
+		if v.Budget != "default/production-0/ReplicaSet/"+v.Owner.Name || v.Target.Provider != "provider-a" || !v.Requests["nvidia.com/gpu"].Equal(resource.MustParse("1")) {
+			t.Fatalf("victim %s read back as %+v", v.Name, v)
+		}
+		gotOrder[v.Owner.Name] = append(gotOrder[v.Owner.Name], v.Name)
+	}
+	for o, names := range want {
+		if strings.Join(gotOrder[o], ",") != strings.Join(names, ",") {
+			t.Fatalf("victims of %s read back as %v, want %v", o, gotOrder[o], names)
+		}
+	}
+	t.Logf("a claim of %d victims and %d claimants, all evicted and replaced, recorded and read back", len(read.Spec.Victims), len(read.Spec.Claimants))
 }

@@ -4,8 +4,11 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -46,8 +49,17 @@ type ResearchClaimSpec struct {
 	// Claimants are the research pods the room is for, each with the node
 	// it is nominated to.
 	Claimants []Claimant `json:"claimants"`
-	// Victims are the production pods to move, in eviction order.
-	Victims []Victim `json:"victims"`
+	// Victims are the production pods to move, in eviction order. They
+	// are stored as VictimGroups (Pack); a claim read from the API has
+	// them once Unpack has run (the claims store does it).
+	Victims []Victim `json:"-"`
+	// VictimGroups are Victims as stored: each group the victims of one
+	// controller, with what they share (namespace, controller,
+	// budget, target, requests) said once. A claim on a large domain has
+	// thousands of victims: flat, each took 400 bytes, and a claim of
+	// 4,096 went past etcd's request limit (1.5 MiB) and could not be
+	// recorded at all; grouped, a victim takes about 100.
+	VictimGroups []VictimGroup `json:"victims"`
 	// TimeoutSeconds: the claim is given up when it makes no progress for
 	// this long.
 	TimeoutSeconds int64 `json:"timeoutSeconds"`
@@ -86,6 +98,95 @@ type Victim struct {
 	Target Target `json:"target"`
 	// Requests is what its replacement needs.
 	Requests v1.ResourceList `json:"requests,omitempty"`
+}
+
+// VictimGroup is the victims of one controller, as stored.
+type VictimGroup struct {
+	Namespace string `json:"namespace"`
+	// Owner is their controller (a ReplicaSet or StatefulSet); a
+	// victim's replacement is the next pod of the owner.
+	Owner Owner `json:"owner"`
+	// Budget names what paces their evictions: "pdb/<name>" for their
+	// PodDisruptionBudget, "default/<owner kind>/<owner name>" for the
+	// default budget of a controller without one.
+	Budget string `json:"budget"`
+	// Target is the overflow node and provider whose room they were
+	// counted against.
+	Target Target `json:"target"`
+	// Requests is what each replacement needs.
+	Requests v1.ResourceList `json:"requests,omitempty"`
+	// Pods are the victims, in eviction order.
+	Pods []VictimPod `json:"pods"`
+}
+
+// VictimPod is one victim of a group.
+type VictimPod struct {
+	Name string    `json:"name"`
+	UID  types.UID `json:"uid"`
+	// Node is the physical node it leaves.
+	Node string `json:"node"`
+}
+
+// FromUnstructured reads a claim as stored, its victims unpacked.
+func FromUnstructured(obj map[string]any) (*ResearchClaim, error) {
+	c := &ResearchClaim{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, c); err != nil {
+		return nil, err
+	}
+	c.Spec.Unpack()
+	return c, nil
+}
+
+// ToUnstructured is c as stored, its victims packed.
+func (c *ResearchClaim) ToUnstructured() (map[string]any, error) {
+	c = c.DeepCopy()
+	c.APIVersion, c.Kind = SchemeGroupVersion.String(), Kind
+	c.Spec.Pack()
+	c.Spec.Victims = nil
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+}
+
+// Pack stores Victims as VictimGroups: the victims that share namespace,
+// controller, budget, target and requests are one group, in their order;
+// groups are in the order of their first victim. (Each budget is paced on
+// its own, so the order across groups does not change what is evicted.)
+func (s *ResearchClaimSpec) Pack() {
+	s.VictimGroups = nil
+	for _, v := range s.Victims {
+		i := slices.IndexFunc(s.VictimGroups, func(g VictimGroup) bool { return g.holds(v) })
+		if i < 0 {
+			s.VictimGroups = append(s.VictimGroups, VictimGroup{Namespace: v.Namespace, Owner: v.Owner, Budget: v.Budget, Target: v.Target, Requests: v.Requests})
+			i = len(s.VictimGroups) - 1
+		}
+		s.VictimGroups[i].Pods = append(s.VictimGroups[i].Pods, VictimPod{Name: v.Name, UID: v.UID, Node: v.Node})
+	}
+}
+
+// Unpack sets Victims from VictimGroups, as Pack stored them.
+func (s *ResearchClaimSpec) Unpack() {
+	s.Victims = nil
+	for _, g := range s.VictimGroups {
+		for _, p := range g.Pods {
+			s.Victims = append(s.Victims, Victim{Namespace: g.Namespace, Name: p.Name, UID: p.UID, Node: p.Node,
+				Owner: g.Owner, Budget: g.Budget, Target: g.Target, Requests: g.Requests})
+		}
+	}
+}
+
+func (g *VictimGroup) holds(v Victim) bool {
+	return g.Namespace == v.Namespace && g.Owner == v.Owner && g.Budget == v.Budget && g.Target == v.Target && equalRequests(g.Requests, v.Requests)
+}
+
+func equalRequests(a, b v1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		if o, ok := b[name]; !ok || q.Cmp(o) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Owner is a controller.
