@@ -53,21 +53,10 @@ func (w *Waves) Evict(ctx context.Context, pod *v1.Pod, note string) (bool, erro
 		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))},
 	})
-	switch {
-	case err == nil:
-	case apierrors.IsTooManyRequests(err):
+	if apierrors.IsTooManyRequests(err) {
 		return false, nil
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		return true, nil
-	default:
-		return false, fmt.Errorf("evicting %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	metrics.OverflowEvictions.WithLabelValues(w.reason).Inc()
-	if w.recorder != nil {
-		w.recorder.Eventf(pod, nil, v1.EventTypeNormal, eventReason(w.reason), "Evicting", "%s", note)
-	}
-	klog.FromContext(ctx).V(2).Info("Evicted production pod", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "reason", w.reason, "note", note)
-	return true, nil
+	return w.moved(ctx, pod, note, "evicting", err)
 }
 
 // Finish completes an eviction the Eviction API approved but did not
@@ -75,18 +64,25 @@ func (w *Waves) Evict(ctx context.Context, pod *v1.Pod, note string) (bool, erro
 // counts as gone. It returns what Evict returns.
 func (w *Waves) Finish(ctx context.Context, pod *v1.Pod, note string) (bool, error) {
 	err := w.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+	return w.moved(ctx, pod, note+" (finishing an eviction its PodDisruptionBudget already counts)", "finishing the eviction of", err)
+}
+
+// moved records a pod's move once its eviction or delete answered err: a
+// pod already gone (or replaced under its name) counts as moved, without
+// an Event.
+func (w *Waves) moved(ctx context.Context, pod *v1.Pod, note, doing string, err error) (bool, error) {
 	switch {
 	case err == nil:
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		return true, nil
 	default:
-		return false, fmt.Errorf("finishing the eviction of %s/%s: %w", pod.Namespace, pod.Name, err)
+		return false, fmt.Errorf("%s %s/%s: %w", doing, pod.Namespace, pod.Name, err)
 	}
 	metrics.OverflowEvictions.WithLabelValues(w.reason).Inc()
 	if w.recorder != nil {
-		w.recorder.Eventf(pod, nil, v1.EventTypeNormal, eventReason(w.reason), "Evicting", "%s (finishing an eviction its PodDisruptionBudget already counts)", note)
+		w.recorder.Eventf(pod, nil, v1.EventTypeNormal, eventReason(w.reason), "Evicting", "%s", note)
 	}
-	klog.FromContext(ctx).V(2).Info("Finished an approved eviction", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "reason", w.reason, "note", note)
+	klog.FromContext(ctx).V(2).Info("Evicted production pod", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "reason", w.reason, "note", note)
 	return true, nil
 }
 
