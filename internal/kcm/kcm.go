@@ -179,7 +179,7 @@ func workloads(ctx context.Context, cfg *rest.Config, client func(string) (kuber
 	if err != nil {
 		return nil, nil, fmt.Errorf("scale client: %w", err)
 	}
-	newDisruption := func(ctx context.Context) *disruption.DisruptionController {
+	newDisruption := func(ctx context.Context, factory informers.SharedInformerFactory) *disruption.DisruptionController {
 		return disruption.NewDisruptionController(ctx,
 			factory.Core().V1().Pods(),
 			factory.Policy().V1().PodDisruptionBudgets(),
@@ -190,15 +190,26 @@ func workloads(ctx context.Context, cfg *rest.Config, client func(string) (kuber
 			pdbClient, mapper, scaleClient, pdbClient.Discovery())
 	}
 	// The first one is built now, so its informers start with the others.
-	first := newDisruption(ctx)
+	first := newDisruption(ctx, factory)
 	var built bool
 	disruptionRun := func(ctx context.Context) func() {
-		dc := first
-		if built {
-			dc = newDisruption(ctx)
+		if !built {
+			built = true
+			return func() { first.Run(ctx, 2) }
 		}
-		built = true
-		return func() { dc.Run(ctx, 2) }
+		// A restart is built on informers of its own, started after it
+		// is built and stopped with it. The controller adds its pod
+		// handler before it sets its PDB lister, so on informers already
+		// running the handler, replaying the existing pods at once, can
+		// run first and dereference the nil lister: it did, a panic in
+		// getPdbForPod at the soak's second restart.
+		own := informers.NewSharedInformerFactory(pdbClient, 12*time.Hour)
+		dc := newDisruption(ctx, own)
+		return func() {
+			own.Start(ctx.Done())
+			own.WaitForCacheSync(ctx.Done())
+			dc.Run(ctx, 2)
+		}
 	}
 	return []func(){
 		func() { rsc.Run(ctx, 5) },
