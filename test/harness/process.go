@@ -107,6 +107,7 @@ func StartProcess(t testing.TB, name, bin string, args ...string) *Process {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		t.Fatalf("starting %s: %v", name, err)
