@@ -216,10 +216,15 @@ func (s *Store) reindex() {
 
 // NodeClaimed reports whether a live claim frees a node, or nominates a
 // claimant to it: production must not take it.
-func (s *Store) NodeClaimed(node string) bool {
+func (s *Store) NodeClaimed(node string) bool { return s.ClaimedNodes().Has(node) }
+
+// ClaimedNodes is every node NodeClaimed reports. The set is replaced when
+// claims change, never changed in place: a caller may keep it for a
+// scheduling cycle, and must not change it.
+func (s *Store) ClaimedNodes() sets.Set[string] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.claimed.Has(node)
+	return s.claimed
 }
 
 // Reservations is the overflow room live claims hold.

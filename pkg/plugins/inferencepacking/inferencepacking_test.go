@@ -8,10 +8,17 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/wait"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -19,10 +26,12 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	v1alpha1 "github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/overflow"
+	"github.com/sluice-sched/sluice/pkg/requeue"
 )
 
 // handle serves only the snapshot, all Score needs.
@@ -46,6 +55,11 @@ func pod(name, node, class string, gpus string) *v1.Pod {
 // newPlugin builds the plugin over a snapshot of nodes (leaf switches from
 // the label "leaf") and the pods running on them.
 func newPlugin(tb testing.TB, nodes []*v1.Node, running []*v1.Pod) (*InferencePacking, *cache.Snapshot) {
+	return newPluginWith(tb, nodes, running, nil)
+}
+
+// newPluginWith also reads claims from store.
+func newPluginWith(tb testing.TB, nodes []*v1.Node, running []*v1.Pod, store *claims.Store) (*InferencePacking, *cache.Snapshot) {
 	tb.Helper()
 	nodeInformer := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Core().V1().Nodes().Informer()
 	for _, n := range nodes {
@@ -66,8 +80,8 @@ func newPlugin(tb testing.TB, nodes []*v1.Node, running []*v1.Pod) (*InferencePa
 		tb.Fatal(err)
 	}
 	snapshot := cache.NewSnapshot(running, nodes)
-	rt := &sealedRuntime{tracker: tracker, classes: classes, fabric: &config.FabricConfig{GPUResourceName: "nvidia.com/gpu"}}
-	return &InferencePacking{rt: rt, handle: handle{snapshot: snapshot}}, snapshot
+	rt := &sealedRuntime{tracker: tracker, classes: classes, fabric: &config.FabricConfig{GPUResourceName: "nvidia.com/gpu"}, store: store}
+	return &InferencePacking{rt: rt, handle: handle{snapshot: snapshot}, waiting: requeue.NewWaiting(nil)}, snapshot
 }
 
 // sealedRuntime is a runtime sealed with these pieces.
@@ -75,6 +89,7 @@ type sealedRuntime struct {
 	tracker *fabric.Tracker
 	classes *overflow.Classes
 	fabric  *config.FabricConfig
+	store   *claims.Store
 }
 
 func (r *sealedRuntime) Declare(context.Context, fwk.Handle, *field.Path, config.Facts) error {
@@ -83,7 +98,7 @@ func (r *sealedRuntime) Declare(context.Context, fwk.Handle, *field.Path, config
 func (r *sealedRuntime) Seal() error                                     { return nil }
 func (r *sealedRuntime) Fabric() (*fabric.Tracker, *config.FabricConfig) { return r.tracker, r.fabric }
 func (r *sealedRuntime) Classes() *overflow.Classes                      { return r.classes }
-func (r *sealedRuntime) Claims() *claims.Store                           { return nil }
+func (r *sealedRuntime) Claims() *claims.Store                           { return r.store }
 
 // TestScoreWorkedExample is the worked example of Score's doc comment: a
 // 1-GPU production pod, 8-GPU nodes.
@@ -247,4 +262,77 @@ func BenchmarkPreScore(b *testing.B) {
 			}
 		}
 	}
+}
+
+// TestFilterSkippedUnlessClaimed: Filter runs only for production, and
+// only while a claim holds a node; then it turns production away from
+// exactly the claimed nodes.
+func TestFilterSkippedUnlessClaimed(t *testing.T) {
+	nodes := []*v1.Node{node("n0", "l0"), node("n1", "l0")}
+	serve, train := pod("serve", "", "production", "1"), pod("train", "", "research", "8")
+	cycle := func(pl *InferencePacking, p *v1.Pod) (fwk.CycleState, *fwk.Status) {
+		state := framework.NewCycleState()
+		_, status := pl.PreFilter(t.Context(), state, p, nil)
+		return state, status
+	}
+
+	pl, _ := newPlugin(t, nodes, nil)
+	if _, status := cycle(pl, serve); !status.IsSkip() {
+		t.Errorf("no claims served: PreFilter = %v, want Skip", status)
+	}
+
+	store := claimStore(t)
+	pl, snapshot := newPluginWith(t, nodes, nil, store)
+	if _, status := cycle(pl, serve); !status.IsSkip() {
+		t.Errorf("no claim holds a node: PreFilter = %v, want Skip", status)
+	}
+	claim := &v1alpha1.ResearchClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train"}}
+	claim.Spec.Claimants = []v1alpha1.Claimant{{Name: "train", UID: "train", Node: "n1"}}
+	if _, err := store.Create(t.Context(), claim); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		return store.NodeClaimed("n1"), nil
+	}); err != nil {
+		t.Fatalf("the claim never reached the store: %v", err)
+	}
+	if _, status := cycle(pl, train); !status.IsSkip() {
+		t.Errorf("research pod: PreFilter = %v, want Skip", status)
+	}
+	state, status := cycle(pl, serve)
+	if !status.IsSuccess() {
+		t.Fatalf("production with n1 claimed: PreFilter = %v, want Success", status)
+	}
+	for _, n := range nodes {
+		ni, err := snapshot.Get(n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := pl.Filter(t.Context(), state, serve, ni).Code(), fwk.Success
+		if n.Name == "n1" {
+			want = fwk.Unschedulable
+		}
+		if got != want {
+			t.Errorf("Filter(serve, %s) = %v, want %v", n.Name, got, want)
+		}
+	}
+}
+
+// claimStore is a claim store over a fake cluster that serves
+// ResearchClaims.
+func claimStore(t *testing.T) *claims.Store {
+	t.Helper()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{v1alpha1.Resource: v1alpha1.Kind + "List"})
+	disco := fake.NewClientset().Discovery().(*fakediscovery.FakeDiscovery)
+	disco.Resources = []*metav1.APIResourceList{{
+		GroupVersion: v1alpha1.SchemeGroupVersion.String(),
+		APIResources: []metav1.APIResource{{Name: v1alpha1.Resource.Resource, Namespaced: true, Kind: v1alpha1.Kind}},
+	}}
+	store := claims.NewStore(t.Context(), dyn, disco)
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		return store.Served(), nil
+	}); err != nil {
+		t.Fatalf("the claim store never synced: %v", err)
+	}
+	return store
 }
