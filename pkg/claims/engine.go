@@ -521,12 +521,9 @@ func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state,
 			st.blocked.add(why, v)
 			continue
 		}
-		move := e.cfg.Waves.Evict
-		if budget.Spent(pod, now) {
-			// An eviction cut off (its leader killed): the budget
-			// already counts the pod as gone.
-			move = e.cfg.Waves.Finish
-		} else {
+		// An eviction cut off (its leader killed) is finished: the
+		// budget already counts the pod as gone.
+		if !budget.Spent(pod, now) {
 			allowed := budget.Capacity - st.byBudget[budget.Name] - taken[budget.Name]
 			if budget.PDB != nil {
 				allowed = min(allowed, budget.Allowed-taken[budget.Name])
@@ -537,7 +534,7 @@ func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state,
 			}
 		}
 		note := fmt.Sprintf("moving to an overflow node so %s gets %s (%s)", c.Spec.Key, c.Spec.Domain, c.Spec.Note)
-		ok, err := move(ctx, pod, note)
+		ok, err := e.cfg.Waves.Move(ctx, pod, budget, now, note)
 		switch {
 		case err != nil && apierrors.IsNotFound(err):
 			// Gone meanwhile: nothing to move.

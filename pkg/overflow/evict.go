@@ -6,6 +6,7 @@ package overflow
 import (
 	"context"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -57,6 +58,17 @@ func (w *Waves) Evict(ctx context.Context, pod *v1.Pod, note string) (bool, erro
 		return false, nil
 	}
 	return w.moved(ctx, pod, note, "evicting", err)
+}
+
+// Move moves one pod spending budget: through Evict, or, when a killed
+// leader left the pod's eviction half done (Budget.Spent: the budget
+// already counts the pod as gone), through Finish, which spends nothing
+// more. Callers check the budget's allowance only when it is not spent.
+func (w *Waves) Move(ctx context.Context, pod *v1.Pod, budget Budget, now time.Time, note string) (bool, error) {
+	if budget.Spent(pod, now) {
+		return w.Finish(ctx, pod, note)
+	}
+	return w.Evict(ctx, pod, note)
 }
 
 // Finish completes an eviction the Eviction API approved but did not

@@ -209,17 +209,13 @@ func (r *Controller) Tick(ctx context.Context) {
 		if why != "" || budget.Capacity-taken[budget.Name] <= 0 {
 			continue
 		}
-		move := r.cfg.Waves.Evict
-		switch {
-		case budget.Spent(p, now):
-			// An eviction cut off (its leader killed): the budget
-			// already counts the pod as gone.
-			move = r.cfg.Waves.Finish
-		case budget.Allowed-taken[budget.Name] <= 0:
+		// An eviction cut off (its leader killed) is finished: the
+		// budget already counts the pod as gone.
+		if !budget.Spent(p, now) && budget.Allowed-taken[budget.Name] <= 0 {
 			continue
 		}
 		note := fmt.Sprintf("physical room for it has been free for %ds; its replacement goes back to a physical node", r.cfg.Return.HysteresisSeconds)
-		ok, err := move(ctx, p, note)
+		ok, err := r.cfg.Waves.Move(ctx, p, budget, now, note)
 		if err != nil {
 			logger.Error(err, "Return eviction failed")
 			continue
@@ -261,6 +257,17 @@ func (r *Controller) timedOut(ctx context.Context, w *wave) {
 // movable returns the production pods on overflow nodes for which physical
 // room has been free for the hysteresis window, oldest first.
 func (r *Controller) movable(ctx context.Context, pods []*v1.Pod, nodes []*v1.Node, byName map[string]*v1.Node, now time.Time) []*v1.Pod {
+	var candidates []*v1.Pod
+	for _, p := range pods {
+		if r.cfg.Classes.Eligible(p) && r.cfg.Classes.IsOverflowNode(byName[p.Spec.NodeName]) && podReady(p) {
+			candidates = append(candidates, p)
+		}
+	}
+	if len(candidates) == 0 {
+		// Nothing to return (nearly always): no snapshot of the cluster.
+		clear(r.fitsSince)
+		return nil
+	}
 	snap := r.physicalSnapshot(pods, nodes)
 	// Research first: each waiting research pod that fits takes its room.
 	for _, p := range pods {
@@ -270,12 +277,6 @@ func (r *Controller) movable(ctx context.Context, pods []*v1.Pod, nodes []*v1.No
 		}
 		if fit, ok := r.cfg.FitFor(p.Spec.SchedulerName); ok {
 			fit.Place(ctx, snap, p)
-		}
-	}
-	var candidates []*v1.Pod
-	for _, p := range pods {
-		if r.cfg.Classes.Eligible(p) && r.cfg.Classes.IsOverflowNode(byName[p.Spec.NodeName]) && podReady(p) {
-			candidates = append(candidates, p)
 		}
 	}
 	sort.SliceStable(candidates, func(i, j int) bool {
