@@ -4,12 +4,15 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestLoad reads a real (trimmed) run: one row per workload with its
-// variants, sluice's ratio to the default, the claim's figures.
+// TestLoad reads a real (trimmed) run from before repetitions: one row per
+// workload with its variants, each one repetition, sluice's ratio to the
+// default, the claim's figures.
 func TestLoad(t *testing.T) {
 	rep, err := load("testdata/run")
 	if err != nil {
@@ -20,19 +23,104 @@ func TestLoad(t *testing.T) {
 		rows[r.Case] = r
 	}
 	basic := rows["SchedulingBasic"]
-	if len(basic.Runs) != 3 || basic.Baseline != "default" {
-		t.Fatalf("SchedulingBasic: %d runs, baseline %q; want default, sluice and ceiling", len(basic.Runs), basic.Baseline)
+	if len(basic.Variants) != 3 || basic.Baseline != "default" {
+		t.Fatalf("SchedulingBasic: %d variants, baseline %q; want default, sluice and ceiling", len(basic.Variants), basic.Baseline)
 	}
 	// sluice / default = 126.1 / 152.2 pods/s.
-	if basic.Ratio < 0.82 || basic.Ratio > 0.84 {
-		t.Errorf("SchedulingBasic ratio %.3f, want 126.1/152.2 = 0.83", basic.Ratio)
+	if basic.Ratio.N != 1 || basic.Ratio.Median < 0.82 || basic.Ratio.Median > 0.84 {
+		t.Errorf("SchedulingBasic ratio %+v, want one repetition of 126.1/152.2 = 0.83", basic.Ratio)
 	}
-	claim := rows["ResearchClaim"].Runs[0]
+	claim := rows["ResearchClaim"].Variants[0].Runs[0]
 	if claim.Victims != 4096 || claim.Waves != 1 || claim.ClaimSeconds < 110 || claim.ClaimSeconds > 112 {
 		t.Errorf("ResearchClaim: %+v, want 4096 victims in 1 wave, the gang running after ~110.7 s", claim)
 	}
 	if err := rep.check(); err != nil {
 		t.Errorf("check() on a complete run: %v", err)
+	}
+}
+
+// TestRepetitions reads a real run of two repetitions: each variant holds
+// both, in order, with the median and range of its figures, and sluice's
+// own plugins are the ones named by the bench.
+func TestRepetitions(t *testing.T) {
+	rep, err := load("testdata/smoke-reps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 4 {
+		t.Fatalf("%d rows, want SchedulingBasic, GPUPods, TopologyAwareGangs and ResearchClaim", len(rep.Rows))
+	}
+	basic := rep.Rows[0]
+	if basic.Case != "SchedulingBasic" || len(basic.Variants) != 3 {
+		t.Fatalf("first row %s with %d variants, want SchedulingBasic with default, sluice, ceiling", basic.Case, len(basic.Variants))
+	}
+	for _, v := range basic.Variants {
+		if len(v.Runs) != 2 || v.Runs[0].Rep != 1 || v.Runs[1].Rep != 2 {
+			t.Errorf("%s: runs %+v, want repetitions 1 and 2", v.Name, v.Runs)
+		}
+		heap := stat(collect(v.Runs, func(r Run) float64 { return r.HeapP50MB }))
+		if heap.N != 2 || heap.Min <= 0 || heap.Min > heap.Median || heap.Median > heap.Max {
+			t.Errorf("%s: heap %+v, want two samples, min <= median <= max", v.Name, heap)
+		}
+	}
+	claim := rep.Rows[3].variant("sluice")
+	if claim == nil || len(claim.Runs) != 2 || claim.Runs[0].Victims != 32 || claim.Runs[1].Victims != 32 {
+		t.Fatalf("ResearchClaim: %+v, want two claims of 32 victims", claim)
+	}
+	if claim.Runs[0].AttemptP99["scheduled"] <= claim.Runs[0].AttemptP99["unschedulable"] {
+		t.Errorf("ResearchClaim attempt p99 by result %v: the scheduled gang pods wait for the claim, want them slower than the unschedulable attempts", claim.Runs[0].AttemptP99)
+	}
+	var out strings.Builder
+	rep.write(&out)
+	for _, want := range []string{"| GPUPods | smoke | InferencePacking/PreScore |", "| smoke | sluice | 2 |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "NodeResourcesFit/") {
+		t.Errorf("report lists an upstream plugin among sluice's:\n%s", out.String())
+	}
+	if err := rep.check(); err != nil {
+		t.Errorf("check() on a complete run: %v", err)
+	}
+}
+
+// TestAttemptP99ByResult: a pod group's unschedulable attempts do not
+// replace its scheduled ones (the report used to keep whichever result came
+// last), and pod groups and pods are apart.
+func TestAttemptP99ByResult(t *testing.T) {
+	dir := t.TempDir()
+	doc := `{"dataItems":[
+{"data":{"Perc99":60},"unit":"ms","labels":{"Metric":"scheduler_podgroup_scheduling_attempt_duration_seconds","Name":"BenchmarkPerfScheduling/TopologyAwareGangs.r1.sluice/750_sluice/ns","result":"scheduled"}},
+{"data":{"Perc99":4000},"unit":"ms","labels":{"Metric":"scheduler_podgroup_scheduling_attempt_duration_seconds","Name":"BenchmarkPerfScheduling/TopologyAwareGangs.r1.sluice/750_sluice/ns","result":"unschedulable"}},
+{"data":{"Perc99":7},"unit":"ms","labels":{"Metric":"scheduler_scheduling_attempt_duration_seconds","Name":"BenchmarkPerfScheduling/TopologyAwareGangs.r1.sluice/750_sluice/ns","result":"scheduled"}}]}`
+	if err := os.WriteFile(filepath.Join(dir, "BenchmarkPerfScheduling_x.json"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Rows[0].Variants[0].Runs[0]
+	if r.GroupAttemptP99["scheduled"] != 60 || r.GroupAttemptP99["unschedulable"] != 4000 || r.AttemptP99["scheduled"] != 7 {
+		t.Errorf("pod group p99 %v, pod p99 %v; want groups scheduled 60 and unschedulable 4000, pods scheduled 7", r.GroupAttemptP99, r.AttemptP99)
+	}
+}
+
+// TestRatioPerRepetition: sluice's ratio pairs each repetition with the
+// baseline's own, not medians with medians.
+func TestRatioPerRepetition(t *testing.T) {
+	row := Row{Variants: []Variant{
+		{Name: "default", Runs: []Run{{Rep: 1, Throughput: 100}, {Rep: 2, Throughput: 50}, {Rep: 3, Throughput: 80}}},
+		{Name: "sluice", Runs: []Run{{Rep: 2, Throughput: 55}, {Rep: 1, Throughput: 90}, {Rep: 3, Throughput: 80}}},
+	}}
+	row.sum()
+	// 90/100, 55/50, 80/80
+	if row.Baseline != "default" || row.Ratio.N != 3 || row.Ratio.Median != 1.0 || row.Ratio.Min != 0.9 || row.Ratio.Max != 1.1 {
+		t.Errorf("ratio %+v vs %s, want median 1.0 over 0.9-1.1 vs default", row.Ratio, row.Baseline)
+	}
+	if s := row.variant("sluice"); s.Runs[0].Rep != 1 || s.Throughput.Median != 80 {
+		t.Errorf("sluice: %+v, want runs in repetition order and a median of 80 pods/s", s)
 	}
 }
 
@@ -45,21 +133,24 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range rep.Rows {
-		for j := range rep.Rows[i].Runs {
-			r := &rep.Rows[i].Runs[j]
-			if rep.Rows[i].Case == "ResearchClaim" {
-				r.Victims = 0
-			}
-			switch r.Variant {
-			case "ceiling":
-				r.Throughput, r.Duration = 0, 0
-			case "default":
-				r.Throughput = 0 // finished before the first throughput sample
+		for j := range rep.Rows[i].Variants {
+			v := &rep.Rows[i].Variants[j]
+			for k := range v.Runs {
+				r := &v.Runs[k]
+				if rep.Rows[i].Case == "ResearchClaim" {
+					r.Victims = 0
+				}
+				switch v.Name {
+				case "ceiling":
+					r.Throughput, r.Duration = 0, 0
+				case "default":
+					r.Throughput = 0 // finished before the first throughput sample
+				}
 			}
 		}
 	}
 	err = rep.check()
-	for _, want := range []string{"5000Nodes_10000Pods under ceiling: no pods scheduled", "1000Nodes_512Gang: the claim did not complete (victims 0"} {
+	for _, want := range []string{"5000Nodes_10000Pods under ceiling, repetition 1: no pods scheduled", "1000Nodes_512Gang, repetition 1: the claim did not complete (victims 0"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("check() = %v, want it to contain %q", err, want)
 		}

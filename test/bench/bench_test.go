@@ -7,9 +7,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,9 +24,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/kubernetes/pkg/scheduler"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sluice-sched/sluice/internal/kcm"
 	"github.com/sluice-sched/sluice/internal/nodesim"
@@ -34,9 +39,6 @@ import (
 // (apiserver and scheduler together; etcd runs apart), the wall time and
 // the peak RSS during the workload, next to scheduler_perf's JSON.
 const cpuFile = "sluice-process-usage.json"
-
-// generatedWorkloads is performance-config.yaml with -sluice-scale applied.
-const generatedWorkloads = "performance-config.generated.yaml"
 
 // Usage is one workload's process usage.
 type Usage struct {
@@ -53,23 +55,36 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	var mu sync.Mutex
 	var usage []Usage
 	dir := dataDir()
-	pods, err := writeScaledWorkloads("performance-config.yaml", generatedWorkloads, scale)
+	pods, err := writeWorkloads("performance-config.yaml", generatedWorkloads, scale, reps)
 	if err != nil {
 		b.Fatal(err)
 	}
-	perf.RunBenchmarkPerfScheduling(b, generatedWorkloads, "sluice", registry.PerScheduler(),
+	// The registry scheduler_perf hands every scheduler it starts: filled
+	// with sluice's plugins before a workload of the sluice configuration,
+	// empty before the others, so the stock and ceiling schedulers have no
+	// out-of-tree plugin registered at all. scheduler.New copies it.
+	sluice := registry.PerScheduler()
+	outOfTree := frameworkruntime.Registry{}
+	progress := newProgress(os.Stderr, pods, perf.PerfSchedulingLabelFilter)
+	perf.RunBenchmarkPerfScheduling(b, generatedWorkloads, "sluice", outOfTree,
 		perf.WithPodsSchedulingTimeout(20*time.Minute),
 		perf.WithPrepareFn(startClusterParts),
 		perf.WithNodeUpdateFn(func(tCtx ktesting.TContext, _ *scheduler.Scheduler, _ *perf.Workload, _ *v1.NodeList) error {
 			return waitProductionReady(tCtx)
 		}),
 		perf.WithPreRunFn(func(tCtx ktesting.TContext, w *perf.Workload) (func(), error) {
+			name := strings.TrimPrefix(tCtx.Name(), b.Name()+"/")
+			clear(outOfTree)
+			if caseConfig(name) == configSluice {
+				maps.Copy(outOfTree, sluice)
+			}
+			done := progress.start(name)
 			resetPeakRSS()
 			cpu0, start := cpuSeconds(), time.Now()
-			name := tCtx.Name()
 			return func() {
-				u := Usage{Workload: name, CPUSeconds: cpuSeconds() - cpu0, Seconds: time.Since(start).Seconds(), MaxRSSMiB: peakRSSMiB()}
-				u.Pods = pods[strings.TrimPrefix(name, b.Name()+"/")]
+				u := Usage{Workload: tCtx.Name(), CPUSeconds: cpuSeconds() - cpu0, Seconds: time.Since(start).Seconds(), MaxRSSMiB: peakRSSMiB()}
+				u.Pods = pods[name]
+				done(tCtx.Failed())
 				mu.Lock()
 				defer mu.Unlock()
 				usage = append(usage, u)
@@ -82,18 +97,92 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, cpuFile), data, 0o644); err != nil {
 		b.Fatal(err)
 	}
+	// The report lists these plugins' latencies apart.
+	data, err = json.Marshal(slices.Sorted(maps.Keys(sluice)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, pluginsFile), data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// pluginsFile names sluice's plugins, for the report.
+const pluginsFile = "sluice-plugins.json"
+
+// caseConfig is the configuration of a generated case, from its name
+// "<case>.r<repetition>.<configuration>/<workload>".
+func caseConfig(name string) string {
+	testCase, _, _ := strings.Cut(name, "/")
+	return testCase[strings.LastIndex(testCase, ".")+1:]
+}
+
+// progress tells, on stderr, which workload runs and how far the run is:
+// `make bench` keeps scheduler_perf's output in its log and shows these.
+type progress struct {
+	w       io.Writer
+	total   int
+	n       int
+	started time.Time
+}
+
+// newProgress counts the workloads a run with the label filter runs: those
+// carrying every label the filter asks for (scheduler_perf's filter also
+// knows exclusions; a workload excluded that way is still counted).
+func newProgress(w io.Writer, pods map[string]int, filter string) *progress {
+	p := &progress{w: w, started: time.Now()}
+	data, err := os.ReadFile(generatedWorkloads)
+	if err != nil {
+		return p
+	}
+	var cases []struct {
+		Labels    []string
+		Workloads []struct{ Labels []string }
+	}
+	if yaml.Unmarshal(data, &cases) != nil {
+		return p
+	}
+	for _, c := range cases {
+		for _, w := range c.Workloads {
+			labels := append(slices.Clone(c.Labels), w.Labels...)
+			ok := true
+			for _, want := range strings.Split(filter, ",") {
+				if want = strings.TrimPrefix(want, "+"); want != "" && !strings.HasPrefix(want, "-") && !slices.Contains(labels, want) {
+					ok = false
+				}
+			}
+			if ok {
+				p.total++
+			}
+		}
+	}
+	return p
+}
+
+// start reports a workload starting and returns what reports it done.
+func (p *progress) start(name string) func(failed bool) {
+	p.n++
+	begin := time.Now()
+	fmt.Fprintf(p.w, "bench: [%d/%d] %s: started, %s into the run\n", p.n, p.total, name, time.Since(p.started).Round(time.Second))
+	return func(failed bool) {
+		result := "done"
+		if failed {
+			result = "FAILED"
+		}
+		fmt.Fprintf(p.w, "bench: [%d/%d] %s: %s in %s\n", p.n, p.total, name, result, time.Since(begin).Round(time.Second))
+	}
 }
 
 // clusterPartsCase is the case that runs what a claim needs beyond
 // scheduler_perf's apiserver and scheduler: controllers that replace an
 // evicted pod and a node simulator that makes the replacement Ready.
-const clusterPartsCase = "/ResearchClaim/"
+const clusterPartsCase = "/ResearchClaim."
 
 // startClusterParts starts, for clusterPartsCase only, the ReplicaSet,
 // Deployment, StatefulSet and disruption controllers and the node
 // simulator; they stop with the workload.
 func startClusterParts(tCtx ktesting.TContext) error {
-	if !strings.Contains(tCtx.Name()+"/", clusterPartsCase) {
+	if !strings.Contains(tCtx.Name(), clusterPartsCase) {
 		return nil
 	}
 	if _, err := kcm.Start(tCtx, tCtx.RESTConfig(), kcm.Set{Workloads: true}); err != nil {
