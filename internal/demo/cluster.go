@@ -225,7 +225,12 @@ func (c *cluster) startScheduler(ctx context.Context, o *Options, logs string, s
 	if err := yaml.Unmarshal(data, &cfg); err != nil {
 		return fmt.Errorf("manifests/scheduler-config.yaml: %w", err)
 	}
-	cfg["clientConnection"] = map[string]any{"kubeconfig": c.home.Kubeconfig}
+	cc, _ := cfg["clientConnection"].(map[string]any)
+	if cc == nil {
+		cc = map[string]any{}
+	}
+	cc["kubeconfig"] = c.home.Kubeconfig // the shipped limits stay
+	cfg["clientConnection"] = cc
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return err
