@@ -30,7 +30,7 @@ STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/)
 INTEGRATION_PKGS = $(shell $(GO) list ./test/integration/...)
 
-.PHONY: all build tools demo demo-smoke test unit fuzz integration soak binary smoke bench bench-smoke sim sim-smoke verify codegen image clean
+.PHONY: all build tools demo demo-smoke test unit fuzz integration soak binary smoke bench bench-doc bench-smoke sim sim-smoke verify codegen image clean
 
 all: build
 
@@ -110,26 +110,36 @@ binary: build
 ## every workload under stock kube-scheduler, sluice's configuration and the
 ## ceiling, each in a scheduler of its own, BENCH_REPS times interleaved in
 ## rotated order, then the comparison table (BENCH_SCALE=0.2 for a fifth of
-## the sizes). It prints each workload as it starts and ends.
+## the sizes, BENCH_CASES='GPUPods|FabricGangs' for some cases only). It
+## prints each workload as it starts and ends.
 BENCH_DIR ?= _output/bench
 BENCH_LABEL ?= sluice
 BENCH_SCALE ?= 1
 BENCH_REPS ?= 3
+BENCH_CASES ?= .*
+BENCH_TIMEOUT ?= 300m
 bench: $(BIN)/etcd tools
 	@rm -rf $(BENCH_DIR) && mkdir -p $(BENCH_DIR)
 	$(GO) test -c -o $(BENCH_DIR)/bench.test ./test/bench
 	@echo "bench: label $(BENCH_LABEL), scale $(BENCH_SCALE), $(BENCH_REPS) repetitions; scheduler_perf's output in $(BENCH_DIR)/bench.log"
 	@cd test/bench && PATH="$(abspath $(BIN)):$$PATH" SLUICE_BENCH_DIR="$(abspath $(BENCH_DIR))" \
-		"$(abspath $(BENCH_DIR))/bench.test" -test.run '^$$' -test.bench BenchmarkPerfScheduling -test.benchtime=1x -test.timeout 300m \
+		"$(abspath $(BENCH_DIR))/bench.test" -test.run '^$$' -test.bench 'BenchmarkPerfScheduling/^($(BENCH_CASES))\.r[0-9]+\.' -test.benchtime=1x -test.timeout $(BENCH_TIMEOUT) \
 		-perf-scheduling-label-filter=$(BENCH_LABEL) -data-items-dir="$(abspath $(BENCH_DIR))" \
 		-sluice-scale=$(BENCH_SCALE) -sluice-reps=$(BENCH_REPS) 2>&1 >>"$(abspath $(BENCH_DIR))/bench.log" \
 		| tee -a "$(abspath $(BENCH_DIR))/bench.log" | grep --line-buffered '^bench: ' \
 		|| { tail -n 60 "$(abspath $(BENCH_DIR))/bench.log"; echo "bench failed: $(BENCH_DIR)/bench.log"; exit 1; }
-	./$(BIN)/sluice-benchreport -dir $(BENCH_DIR) -json $(BENCH_DIR)/report.json | tee $(BENCH_DIR)/report.md
+	./$(BIN)/sluice-benchreport -dir $(BENCH_DIR) -json $(BENCH_DIR)/results.json | tee $(BENCH_DIR)/report.md
+
+## bench-doc: keep the last `make bench` run's results in docs/bench and
+## regenerate docs/benchmarks.md's table from them (a unit test checks the
+## two agree)
+bench-doc: tools
+	./$(BIN)/sluice-benchreport -dir $(BENCH_DIR) -save docs/bench > /dev/null
+	./$(BIN)/sluice-benchreport -doc docs/benchmarks.md -results docs/bench -write
 
 bench-smoke:
 	cd test/bench && $(GO) test -count=1 -run '^Test' .
-	$(MAKE) bench BENCH_LABEL=sluice-smoke BENCH_DIR=_output/bench-smoke BENCH_REPS=2
+	$(MAKE) bench BENCH_LABEL=sluice-smoke BENCH_DIR=_output/bench-smoke BENCH_REPS=2 BENCH_TIMEOUT=20m
 	./$(BIN)/sluice-benchreport -dir _output/bench-smoke -check > /dev/null
 
 $(BIN)/etcd: go.mod

@@ -159,3 +159,50 @@ func TestCheck(t *testing.T) {
 		t.Errorf("check() = %v, want runs with a duration but no throughput sample accepted", err)
 	}
 }
+
+// TestBenchmarksDoc: docs/benchmarks.md shows the newest results committed
+// under docs/bench, exactly as the report renders them.
+func TestBenchmarksDoc(t *testing.T) {
+	if err := syncDoc("../../docs/benchmarks.md", "../../docs/bench", false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSyncDoc: a doc whose block differs from the results fails the check
+// and names the command that fixes it; -write fixes it.
+func TestSyncDoc(t *testing.T) {
+	dir := t.TempDir()
+	rep, err := load("testdata/smoke-reps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Run = &RunInfo{Commit: "abc", Date: "2026-12-01T21:00:00Z", CPUs: 2, MemoryGiB: 24, Go: "go1.26.8", Kernel: "6.1", Args: []string{"-sluice-reps=2"}}
+	results := filepath.Join(dir, "results")
+	file, err := rep.save(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(file) != "20261201T210000Z-abc.json" {
+		t.Errorf("saved as %s, want 20261201T210000Z-abc.json", filepath.Base(file))
+	}
+	doc := filepath.Join(dir, "doc.md")
+	stale := "# Bench\n\n" + docBegin + "old; do not edit -->\nold table\n" + docEnd + "\n\nAfter.\n"
+	if err := os.WriteFile(doc, []byte(stale), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syncDoc(doc, results, false); err == nil || !strings.Contains(err.Error(), "make bench-doc") {
+		t.Fatalf("check of a stale doc = %v, want an error naming make bench-doc", err)
+	}
+	if err := syncDoc(doc, results, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := syncDoc(doc, results, false); err != nil {
+		t.Fatalf("check after -write: %v", err)
+	}
+	text, _ := os.ReadFile(doc)
+	for _, want := range []string{"Measured 2026-12-01T21:00:00Z at abc on 2 cores", "| ResearchClaim | smoke | sluice | 2 |", "\n\nAfter.\n"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("written doc lacks %q:\n%s", want, text)
+		}
+	}
+}

@@ -6,11 +6,16 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -54,6 +59,8 @@ type Usage struct {
 func BenchmarkPerfScheduling(b *testing.B) {
 	var mu sync.Mutex
 	var usage []Usage
+	var placements []Placement
+	var recording sync.WaitGroup
 	dir := dataDir()
 	pods, err := writeWorkloads("performance-config.yaml", generatedWorkloads, scale, reps)
 	if err != nil {
@@ -65,10 +72,24 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	// out-of-tree plugin registered at all. scheduler.New copies it.
 	sluice := registry.PerScheduler()
 	outOfTree := frameworkruntime.Registry{}
-	progress := newProgress(os.Stderr, pods, perf.PerfSchedulingLabelFilter)
+	progress := newProgress(os.Stderr, perf.PerfSchedulingLabelFilter)
 	perf.RunBenchmarkPerfScheduling(b, generatedWorkloads, "sluice", outOfTree,
 		perf.WithPodsSchedulingTimeout(20*time.Minute),
-		perf.WithPrepareFn(startClusterParts),
+		perf.WithPrepareFn(func(tCtx ktesting.TContext) error {
+			if err := startClusterParts(tCtx); err != nil {
+				return err
+			}
+			if !strings.Contains(tCtx.Name(), placementCase) {
+				return nil
+			}
+			recording.Add(1)
+			return recordPlacement(tCtx, func(p Placement) {
+				defer recording.Done()
+				mu.Lock()
+				defer mu.Unlock()
+				placements = append(placements, p)
+			})
+		}),
 		perf.WithNodeUpdateFn(func(tCtx ktesting.TContext, _ *scheduler.Scheduler, _ *perf.Workload, _ *v1.NodeList) error {
 			return waitProductionReady(tCtx)
 		}),
@@ -97,6 +118,16 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, cpuFile), data, 0o644); err != nil {
 		b.Fatal(err)
 	}
+	if err := writeRunInfo(filepath.Join(dir, runFile)); err != nil {
+		b.Fatal(err)
+	}
+	recording.Wait()
+	if data, err = json.MarshalIndent(placements, "", "  "); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, placementFile), data, 0o644); err != nil {
+		b.Fatal(err)
+	}
 	// The report lists these plugins' latencies apart.
 	data, err = json.Marshal(slices.Sorted(maps.Keys(sluice)))
 	if err != nil {
@@ -109,6 +140,46 @@ func BenchmarkPerfScheduling(b *testing.B) {
 
 // pluginsFile names sluice's plugins, for the report.
 const pluginsFile = "sluice-plugins.json"
+
+// runFile says what ran where, for the results committed to docs/bench.
+const runFile = "sluice-run.json"
+
+// RunInfo is the commit, machine and command of one run.
+type RunInfo struct {
+	Commit    string   `json:"commit"`
+	Date      string   `json:"date"`
+	CPUs      int      `json:"cpus"`
+	MemoryGiB float64  `json:"memoryGiB"`
+	Go        string   `json:"go"`
+	Kernel    string   `json:"kernel"`
+	Args      []string `json:"args"`
+}
+
+func writeRunInfo(file string) error {
+	info := RunInfo{Date: time.Now().UTC().Format(time.RFC3339), CPUs: runtime.NumCPU(), Go: runtime.Version(), Args: os.Args[1:]}
+	// "unknown" outside a git checkout; "-dirty" when the tree has changes.
+	info.Commit = "unknown"
+	if out, err := exec.Command("git", "describe", "--always", "--dirty", "--abbrev=12").Output(); err == nil {
+		info.Commit = strings.TrimSpace(string(out))
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		info.Kernel = strings.TrimSpace(string(data))
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+				if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+					info.MemoryGiB = math.Round(kb/1024/1024*10) / 10
+				}
+			}
+		}
+	}
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o644)
+}
 
 // caseConfig is the configuration of a generated case, from its name
 // "<case>.r<repetition>.<configuration>/<workload>".
@@ -128,22 +199,44 @@ type progress struct {
 
 // newProgress counts the workloads a run with the label filter runs: those
 // carrying every label the filter asks for (scheduler_perf's filter also
-// knows exclusions; a workload excluded that way is still counted).
-func newProgress(w io.Writer, pods map[string]int, filter string) *progress {
+// knows exclusions; a workload excluded that way is still counted) whose
+// case and name match -test.bench's second and third parts.
+func newProgress(w io.Writer, filter string) *progress {
 	p := &progress{w: w, started: time.Now()}
 	data, err := os.ReadFile(generatedWorkloads)
 	if err != nil {
 		return p
 	}
 	var cases []struct {
+		Name      string
 		Labels    []string
-		Workloads []struct{ Labels []string }
+		Workloads []struct {
+			Name   string
+			Labels []string
+		}
 	}
 	if yaml.Unmarshal(data, &cases) != nil {
 		return p
 	}
+	var level []*regexp.Regexp // -test.bench, split as the testing package does
+	if f := flag.Lookup("test.bench"); f != nil {
+		for _, part := range strings.Split(f.Value.String(), "/")[1:] {
+			re, err := regexp.Compile(part)
+			if err != nil {
+				return p
+			}
+			level = append(level, re)
+		}
+	}
+	matches := func(i int, name string) bool { return i >= len(level) || level[i].MatchString(name) }
 	for _, c := range cases {
+		if !matches(0, c.Name) {
+			continue
+		}
 		for _, w := range c.Workloads {
+			if !matches(1, w.Name) {
+				continue
+			}
 			labels := append(slices.Clone(c.Labels), w.Labels...)
 			ok := true
 			for _, want := range strings.Split(filter, ",") {

@@ -152,7 +152,9 @@ func writeSchedulerConfigs(shipped string) error {
 // a gang's size (podsPerGroup) is a shape, not a size, and is kept.
 var sizeParams = map[string]bool{
 	"initNodes": true, "initPods": true, "measurePods": true, "nodes": true,
-	"gangs": true, "deployments": true, "gangPods": true,
+	"gangs": true, "deployments": true, "gangPods": true, "fillPods": true,
+	"gangs0": true, "gangs1": true, "gangs2": true, "gangs3": true,
+	"gangs4": true, "gangs5": true, "gangs6": true,
 }
 
 // writeWorkloads writes the performance configuration expanded for the run:
@@ -282,7 +284,11 @@ func podsOf(params map[string]any) int {
 		v, _ := params[k].(float64)
 		return int(v)
 	}
-	return n("initPods") + n("measurePods") + n("deployments")*n("replicas") + n("gangPods") + n("gangs")*n("podsPerGroup")
+	pods := n("initPods") + n("measurePods") + n("deployments")*n("replicas") + n("gangPods") + n("gangs")*n("podsPerGroup") + n("fillPods")
+	for c := range 7 { // FabricGangs' size classes
+		pods += n(fmt.Sprintf("gangs%d", c)) * n(fmt.Sprintf("size%d", c))
+	}
+	return pods
 }
 
 func hasLabel(workload map[string]any, label string) bool {
