@@ -38,11 +38,12 @@ func main() {
 	flag.Parse()
 
 	o.Spines, o.LeavesPerSpine, o.NodesPerLeaf, o.GPUsPerNode = 2, 2, 8, 8
-	o.Deployments, o.GangPods = 8, 32
+	// The gang takes 20 of the 32 nodes: at least 3 of the 4 leaves.
+	o.Deployments, o.GangPods = 8, 20
 	o.Hold, o.ReturnHysteresis, o.StartupDelay, o.StepTimeout = 15*time.Second, 10*time.Second, 500*time.Millisecond, 5*time.Minute
 	if *smoke {
 		o.Spines, o.LeavesPerSpine, o.NodesPerLeaf = 2, 1, 4
-		o.Deployments, o.GangPods = 2, 8
+		o.Deployments, o.GangPods = 2, 6
 		o.Hold, o.ReturnHysteresis, o.StartupDelay, o.StepTimeout = 2*time.Second, 3*time.Second, 200*time.Millisecond, 3*time.Minute
 	}
 	if *slurm {

@@ -64,8 +64,12 @@ type stepResult struct {
 // story plays the six steps.
 func (d *demo) story(ctx context.Context) error {
 	o := d.opts
-	total := len(d.cluster.nodes) * o.GPUsPerNode
-	perDeployment := total / o.Deployments
+	// Production takes seven GPUs in eight, so the GPUs left free lie where
+	// production's placement left them: a gang placement that starts from
+	// free GPUs, not from the fabric, spans more leaves than it needs.
+	capacity := len(d.cluster.nodes) * o.GPUsPerNode
+	perDeployment := capacity * 7 / 8 / o.Deployments
+	total := perDeployment * o.Deployments
 
 	// 1. Production fills the cluster.
 	if err := d.step(ctx, "production inference fills the cluster", func() error {
@@ -105,11 +109,11 @@ func (d *demo) story(ctx context.Context) error {
 		return err
 	}
 
-	// 2. A research gang claims the cluster.
+	// 2. A research gang claims most of the cluster.
 	gangGPUs := o.GangPods * o.GPUsPerNode
 	d.result.gangPods, d.result.gangGPUs = o.GangPods, gangGPUs
 	claimStart := time.Now()
-	if err := d.step(ctx, fmt.Sprintf("a %d-GPU research gang claims the cluster", gangGPUs), func() error {
+	if err := d.step(ctx, fmt.Sprintf("a %d-GPU research gang claims %d of the %d nodes", gangGPUs, o.GangPods, len(d.cluster.nodes)), func() error {
 		return d.createGang(ctx, "pretrain", o.GangPods, o.GPUsPerNode)
 	}); err != nil {
 		return err
@@ -176,7 +180,7 @@ func (d *demo) story(ctx context.Context) error {
 	returnStart := time.Now()
 	expectPhysical := total
 	if d.result.drained != "" {
-		expectPhysical -= o.GPUsPerNode
+		expectPhysical = min(total, capacity-o.GPUsPerNode)
 	}
 	if err := d.step(ctx, "production returns to the physical GPUs", func() error {
 		d.say("the return controller moves production back once GPUs have been free for %s, one PDB-safe wave at a time", o.ReturnHysteresis)
