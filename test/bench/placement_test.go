@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -66,6 +68,8 @@ type placementRecorder struct {
 	nodeOK map[string]bool
 	bound  map[types.UID]bool
 	gangs  map[string]*gangPlacement
+	// notify is closed and dropped when a pod is bound (changed).
+	notify chan struct{}
 }
 
 type gangPlacement struct {
@@ -73,13 +77,17 @@ type gangPlacement struct {
 	nodes            []string
 }
 
-// recordPlacement starts a recorder for the workload of tCtx; when the
-// workload ends, the summary goes to done.
+// recordPlacement starts a recorder for the workload of tCtx. At the end
+// of the workload, before scheduler_perf cancels tCtx and stops the
+// apiserver (a cleanup registered now runs before those registered when the
+// cluster was set up), it waits until its informer has seen every gang pod
+// bound, then hands the summary to done.
 func recordPlacement(tCtx ktesting.TContext, done func(Placement)) error {
 	r := &placementRecorder{
 		leaf: map[string]string{}, spine: map[string]string{}, free: map[string]int64{},
 		nodeOK: map[string]bool{}, bound: map[types.UID]bool{}, gangs: map[string]*gangPlacement{},
 	}
+	stop := make(chan struct{})
 	factory := informers.NewSharedInformerFactory(tCtx.Client(), 0)
 	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { r.node(obj) },
@@ -91,20 +99,67 @@ func recordPlacement(tCtx ktesting.TContext, done func(Placement)) error {
 			r.pod(p)
 		}
 	}
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	pods := factory.Core().V1().Pods()
+	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    pod,
 		UpdateFunc: func(_, obj any) { pod(obj) },
 	}); err != nil {
 		return err
 	}
-	factory.Start(tCtx.Done())
+	factory.Start(stop)
 	factory.WaitForCacheSync(tCtx.Done())
-	go func() {
-		<-tCtx.Done()
-		factory.Shutdown()
+	tCtx.TB().Cleanup(func() {
+		defer factory.Shutdown()
+		defer close(stop)
+		// Caught up: every gang pod the informer holds is bound and counted.
+		caughtUp := func() bool {
+			list, err := pods.Lister().List(labels.Everything())
+			if err != nil {
+				return false
+			}
+			want := 0
+			for _, p := range list {
+				if p.Labels[gangLabel] == "" {
+					continue
+				}
+				if p.Spec.NodeName == "" {
+					return false
+				}
+				want++
+			}
+			return r.gangPods() == want
+		}
+		deadline := time.Now().Add(time.Minute)
+		for !caughtUp() && time.Now().Before(deadline) && tCtx.Err() == nil {
+			select {
+			case <-r.changed():
+			case <-time.After(time.Second):
+			}
+		}
 		done(r.summary(tCtx.Name()))
-	}()
+	})
 	return nil
+}
+
+// gangPods is how many bound gang members the recorder has counted.
+func (r *placementRecorder) gangPods() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, g := range r.gangs {
+		n += len(g.nodes)
+	}
+	return n
+}
+
+// changed is closed at the recorder's next bound pod.
+func (r *placementRecorder) changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.notify == nil {
+		r.notify = make(chan struct{})
+	}
+	return r.notify
 }
 
 func (r *placementRecorder) node(obj any) {
@@ -133,6 +188,10 @@ func (r *placementRecorder) pod(p *v1.Pod) {
 		return
 	}
 	r.bound[p.UID] = true
+	if r.notify != nil {
+		close(r.notify)
+		r.notify = nil
+	}
 	if name := p.Labels[gangLabel]; name != "" {
 		g := r.gangs[name]
 		if g == nil {
