@@ -115,8 +115,15 @@ func syncDoc(doc, results string, write bool) error {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return fmt.Errorf("%s: %w", src, err)
 	}
+	// The block names the results file relative to the doc, so it reads
+	// the same however the two paths were given (make runs from the top,
+	// the test from its package).
+	name := src
+	if rel, err := filepath.Rel(filepath.Dir(doc), src); err == nil {
+		name = rel
+	}
 	var block strings.Builder
-	fmt.Fprintf(&block, "%s%s; do not edit -->\n\n", docBegin, filepath.ToSlash(src))
+	fmt.Fprintf(&block, "%s%s; do not edit -->\n\n", docBegin, filepath.ToSlash(name))
 	rep.writeDoc(&block)
 	block.WriteString(docEnd)
 	text, err := os.ReadFile(doc)

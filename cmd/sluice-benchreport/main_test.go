@@ -199,6 +199,13 @@ func TestSyncDoc(t *testing.T) {
 	if err := syncDoc(doc, results, false); err != nil {
 		t.Fatalf("check after -write: %v", err)
 	}
+	// Written by make from the top (docs/...), checked by go test from
+	// the package (../../docs/...): the block does not depend on how the
+	// paths were spelled.
+	t.Chdir(dir)
+	if err := syncDoc("doc.md", "results", false); err != nil {
+		t.Fatalf("check from another directory: %v", err)
+	}
 	text, _ := os.ReadFile(doc)
 	for _, want := range []string{"Measured 2026-12-01T21:00:00Z at abc on 2 cores", "| ResearchClaim | smoke | sluice | 2 |", "\n\nAfter.\n"} {
 		if !strings.Contains(string(text), want) {
