@@ -36,6 +36,9 @@ type NodeState struct {
 type Blocked struct {
 	Pod *v1.Pod
 	Why string
+	// Unportable: no overflow provider can run the pod as written (it
+	// stays for good, not until a budget allows).
+	Unportable bool
 }
 
 // Request is a research gang (or single pod) that does not fit.
@@ -61,6 +64,9 @@ type Claim struct {
 	// Targets maps each victim (namespace/name) to the overflow provider
 	// whose room it was counted against.
 	Targets map[string]Target
+	// Blocking, when no claim is possible, are the pods that cannot move
+	// and alone stand in the way.
+	Blocking []Blocked
 }
 
 // VictimOrder sorts a node's victims: the pods holding the most of the
@@ -116,7 +122,7 @@ func (l ladder) max() int { return l.steps[len(l.steps)-1] }
 // fewest free slots (best fit), then comes first by name. Inside it, it
 // evicts where a slot costs the fewest victims. It explains in words when
 // there is no such domain, naming the pods that cannot move (and why) when
-// only they stand in the way.
+// only they stand in the way (they are also the claim's Blocking).
 func PlanClaim(tree *fabric.Tree, nodes []NodeState, req Request, room *Ledger) (Claim, string, bool) {
 	c, why, ok := planClaim(tree, nodes, req, room)
 	if ok || !anyBlocked(nodes) {
@@ -133,11 +139,13 @@ func PlanClaim(tree *fabric.Tree, nodes []NodeState, req Request, room *Ledger) 
 		return c, why, false
 	}
 	var names []string
+	var blocking []Blocked
 	for _, n := range nodes {
 		for _, b := range n.Blocked {
 			for _, v := range hypothetical.Victims[n.Name] {
 				if v.UID == b.Pod.UID {
 					names = append(names, fmt.Sprintf("%s/%s (%s)", b.Pod.Namespace, b.Pod.Name, b.Why))
+					blocking = append(blocking, b)
 				}
 			}
 		}
@@ -148,7 +156,7 @@ func PlanClaim(tree *fabric.Tree, nodes []NodeState, req Request, room *Ledger) 
 		more = fmt.Sprintf(" and %d more", total-6)
 		names = names[:6]
 	}
-	return c, fmt.Sprintf("no fabric domain can be freed within what may move: freeing %s would need %d production pods that cannot move: %s%s",
+	return Claim{Blocking: blocking}, fmt.Sprintf("no fabric domain can be freed within what may move: freeing %s would need %d production pods that cannot move: %s%s",
 		hypothetical.Domain.Name, total, strings.Join(names, ", "), more), false
 }
 
@@ -268,7 +276,7 @@ func planDomain(tree *fabric.Tree, d *fabric.Domain, ladders []*ladder, req Requ
 		slots[idx] = l.steps[at[m]]
 		total += slots[idx]
 		for _, v := range l.node.Victims[:at[m]] {
-			target, ok := tryRoom.Take(capacity.RequestsOf(v))
+			target, ok := tryRoom.Take(v)
 			if !ok {
 				return Claim{}, 0, fmt.Sprintf("the overflow nodes have no room for %s/%s (%d Ready overflow nodes; a victim needs one provider with room for all of it); production is not evicted into nowhere",
 					v.Namespace, v.Name, room.Ready()), false

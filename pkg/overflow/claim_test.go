@@ -240,8 +240,8 @@ func reservation(gpus int) []Reservation {
 // TestLedgerOneProviderPerVictim: an 8-GPU victim is never counted into
 // 4 + 4 GPUs of two providers; dispatch needs one that holds it whole.
 func TestLedgerOneProviderPerVictim(t *testing.T) {
-	eight := capacity.RequestsOf(prodPod("big", 8))
-	four := capacity.RequestsOf(prodPod("half", 4))
+	eight := prodPod("big", 8)
+	four := prodPod("half", 4)
 	l := roomWith(t, []int{4, 4})
 	if target, ok := l.Clone().Take(eight); ok {
 		t.Fatalf("an 8-GPU victim was counted against %v of 4 + 4 GPUs", target)
@@ -357,5 +357,53 @@ func TestPlanClaimTargets(t *testing.T) {
 		if target.Node != "vk-b" {
 			t.Errorf("victim %s counted against %v, want vk-b (vk-a has no room)", name, target)
 		}
+	}
+}
+
+// TestLedgerPortability: a victim is counted only against a provider that
+// can run it as written; one that no provider can run is named with why.
+func TestLedgerPortability(t *testing.T) {
+	c, err := NewClasses(nil, nil, "type=virtual-kubelet", "virtual-kubelet.io/provider")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(name string, carries *offer.Carries) *v1.Node {
+		n := st.MakeNode().Name(name).Label("type", "virtual-kubelet").Obj()
+		n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+		raw, err := offer.Offer{Providers: []offer.Provider{{Name: "p", Healthy: true, Carries: carries,
+			Capacity: v1.ResourceList{gpu: resource.MustParse("16")}}}}.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Annotations = map[string]string{offer.Annotation: raw}
+		return n
+	}
+	plain := prodPod("plain", 4)
+	secret := prodPod("secret", 4)
+	secret.Spec.Containers[0].Env = []v1.EnvVar{{Name: "HF_TOKEN", ValueFrom: &v1.EnvVarSource{
+		SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "hf"}, Key: "token"}}}}
+	huge := prodPod("huge", 32)
+
+	sluiceOnly := NewLedger(c, []*v1.Node{node("vk-a", &offer.Carries{Volumes: []string{"emptyDir"}})}, func(string) []*v1.Pod { return nil }, nil)
+	if why := sluiceOnly.CannotRun(plain); why != "" {
+		t.Errorf("plain pod: %s", why)
+	}
+	if why := sluiceOnly.CannotRun(secret); !strings.Contains(why, "vk-a provider p: spec.containers[0]") || !strings.Contains(why, "env HF_TOKEN refers to Secret hf") {
+		t.Errorf("secret pod: CannotRun = %q, want it to name vk-a's provider p and env HF_TOKEN", why)
+	}
+	if why := sluiceOnly.CannotRun(huge); !strings.Contains(why, "requests 32 nvidia.com/gpu, more than the provider's 16") {
+		t.Errorf("32-GPU pod: CannotRun = %q, want the provider's 16 GPUs named", why)
+	}
+	if target, ok := sluiceOnly.Clone().Take(secret); ok {
+		t.Errorf("the secret pod was counted against %v, which cannot run it", target)
+	}
+	if _, ok := sluiceOnly.Clone().Take(plain); !ok {
+		t.Errorf("the plain pod found no room")
+	}
+	// A second node that does not say what it carries (not sluice's) is
+	// taken to run what it accepts.
+	mixed := NewLedger(c, []*v1.Node{node("vk-a", &offer.Carries{}), node("vk-b", nil)}, func(string) []*v1.Pod { return nil }, nil)
+	if target, ok := mixed.Take(secret); !ok || target.Node != "vk-b" {
+		t.Errorf("secret pod with vk-b: counted against %v (%v), want vk-b", target, ok)
 	}
 }

@@ -71,6 +71,12 @@ func (c *Classes) Eligible(pod *v1.Pod) bool {
 	if !c.IsProduction(pod) || pod.Annotations[Annotation] == Never || pod.DeletionTimestamp != nil {
 		return false
 	}
+	return c.ToleratesOverflow(pod)
+}
+
+// ToleratesOverflow reports whether the pod tolerates the overflow taint:
+// it may be bound to an overflow node.
+func (c *Classes) ToleratesOverflow(pod *v1.Pod) bool {
 	taint := &v1.Taint{Key: c.OverflowTaintKey, Value: "sluice", Effect: v1.TaintEffectNoSchedule}
 	return v1helper.TolerationsTolerateTaint(klog.Background(), pod.Spec.Tolerations, taint, false)
 }

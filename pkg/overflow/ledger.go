@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -53,7 +54,10 @@ type Ledger struct {
 type slot struct {
 	target  Target
 	healthy bool
-	free    capacity.Resources
+	// provider is what the overflow node offers of it: what it carries
+	// and its capacity, which decide which pods it can run at all.
+	provider offer.Provider
+	free     capacity.Resources
 	// unlimited holds anything (a what-if ledger).
 	unlimited bool
 }
@@ -83,7 +87,7 @@ func NewLedger(classes *Classes, nodes []*v1.Node, podsOn func(node string) []*v
 		}
 		first := len(l.slots)
 		for _, p := range o.Providers {
-			l.slots = append(l.slots, slot{target: Target{Node: n.Name, Provider: p.Name}, healthy: p.Healthy, free: freeOf(p.Capacity)})
+			l.slots = append(l.slots, slot{target: Target{Node: n.Name, Provider: p.Name}, healthy: p.Healthy, provider: p, free: freeOf(p.Capacity)})
 		}
 		mine := l.slots[first:]
 		for _, pod := range podsOn(n.Name) {
@@ -95,7 +99,7 @@ func NewLedger(classes *Classes, nodes []*v1.Node, podsOn func(node string) []*v
 			if i < 0 {
 				// Not dispatched yet: dispatch will pick the first
 				// healthy provider with room.
-				i = firstFit(mine, req)
+				i = firstFit(mine, pod, req)
 			}
 			if i >= 0 {
 				mine[i].free = mine[i].free.Sub(req)
@@ -134,9 +138,11 @@ func providerIndex(slots []slot, name string) int {
 	return -1
 }
 
-func firstFit(slots []slot, req capacity.Resources) int {
+// firstFit is the first healthy provider, in dispatch order, that can run
+// pod and has room for req (its requests).
+func firstFit(slots []slot, pod *v1.Pod, req capacity.Resources) int {
 	for i, s := range slots {
-		if s.healthy && (s.unlimited || s.free.Covers(req)) {
+		if s.healthy && (s.unlimited || s.free.Covers(req) && s.provider.CanRun(pod) == nil) {
 			return i
 		}
 	}
@@ -156,21 +162,44 @@ func (l *Ledger) index(t Target) int {
 func (l *Ledger) Clone() *Ledger {
 	out := &Ledger{slots: make([]slot, len(l.slots)), ready: l.ready, errs: l.errs}
 	for i, s := range l.slots {
-		out.slots[i] = slot{target: s.target, healthy: s.healthy, free: s.free.Add(capacity.Resources{}), unlimited: s.unlimited}
+		out.slots[i] = slot{target: s.target, healthy: s.healthy, provider: s.provider, free: s.free.Add(capacity.Resources{}), unlimited: s.unlimited}
 	}
 	return out
 }
 
-// Take reserves room for requests on the first healthy provider, in
-// dispatch order, that has room for all of it, and returns where; false
-// when none has.
-func (l *Ledger) Take(requests capacity.Resources) (Target, bool) {
-	i := firstFit(l.slots, requests)
+// Take reserves room for pod on the first healthy provider, in dispatch
+// order, that can run it and has room for all of it, and returns where;
+// false when none has.
+func (l *Ledger) Take(pod *v1.Pod) (Target, bool) {
+	requests := capacity.RequestsOf(pod)
+	i := firstFit(l.slots, pod, requests)
 	if i < 0 {
 		return Target{}, false
 	}
 	l.slots[i].free = l.slots[i].free.Sub(requests)
 	return l.slots[i].target, true
+}
+
+// CannotRun says why no provider behind any overflow node, healthy or
+// not, can run pod as written (offer.Portable, and the provider's whole
+// capacity), or "" when one can. Health and room change; this does not,
+// so a pod it names is never a victim: its replacement could run nowhere.
+func (l *Ledger) CannotRun(pod *v1.Pod) string {
+	if len(l.slots) == 0 {
+		return ""
+	}
+	var whys []string
+	for _, s := range l.slots {
+		if s.unlimited {
+			return ""
+		}
+		err := s.provider.CanRun(pod)
+		if err == nil {
+			return ""
+		}
+		whys = append(whys, s.target.Node+" "+offer.Why(err))
+	}
+	return "no overflow provider can run it (" + strings.Join(whys, "; ") + ")"
 }
 
 // Holds reports whether a reservation's target can still hold what is

@@ -67,6 +67,12 @@ type Config struct {
 	// before the pods it runs are marked Failed, so their controllers
 	// replace them (default 2m).
 	ProviderFailureTimeout *metav1.Duration `json:"providerFailureTimeout,omitempty"`
+	// DispatchTimeout is how long a pod bound to the node may go without
+	// any provider starting it (every provider down, full or refusing)
+	// before it is marked Failed, so its controller replaces it and the
+	// replacement is scheduled afresh (default 2m). A pod no provider can
+	// run as written is failed at once.
+	DispatchTimeout *metav1.Duration `json:"dispatchTimeout,omitempty"`
 	// Providers, in no particular order: dispatch orders them by
 	// priority, then price, then name.
 	Providers []ProviderConfig `json:"providers"`
@@ -112,6 +118,7 @@ const (
 	DefaultReconcileInterval      = 5 * time.Second
 	DefaultRequestTimeout         = 10 * time.Second
 	DefaultProviderFailureTimeout = 2 * time.Minute
+	DefaultDispatchTimeout        = 2 * time.Minute
 )
 
 // LoadConfig reads, defaults and validates a configuration file. Unknown
@@ -154,7 +161,7 @@ func (c *Config) Default() {
 	for _, d := range []struct {
 		field **metav1.Duration
 		value time.Duration
-	}{{&c.ReconcileInterval, DefaultReconcileInterval}, {&c.RequestTimeout, DefaultRequestTimeout}, {&c.ProviderFailureTimeout, DefaultProviderFailureTimeout}} {
+	}{{&c.ReconcileInterval, DefaultReconcileInterval}, {&c.RequestTimeout, DefaultRequestTimeout}, {&c.ProviderFailureTimeout, DefaultProviderFailureTimeout}, {&c.DispatchTimeout, DefaultDispatchTimeout}} {
 		if *d.field == nil {
 			*d.field = &metav1.Duration{Duration: d.value}
 		}
@@ -186,7 +193,7 @@ func (c *Config) Validate() field.ErrorList {
 	if *c.MaxPods <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("maxPods"), *c.MaxPods, "must be positive"))
 	}
-	for name, d := range map[string]*metav1.Duration{"reconcileInterval": c.ReconcileInterval, "requestTimeout": c.RequestTimeout, "providerFailureTimeout": c.ProviderFailureTimeout} {
+	for name, d := range map[string]*metav1.Duration{"reconcileInterval": c.ReconcileInterval, "requestTimeout": c.RequestTimeout, "providerFailureTimeout": c.ProviderFailureTimeout, "dispatchTimeout": c.DispatchTimeout} {
 		if d.Duration <= 0 {
 			errs = append(errs, field.Invalid(field.NewPath(name), d.Duration.String(), "must be positive"))
 		}

@@ -60,6 +60,11 @@ const (
 	ReasonRemoteLost          = "RemoteWorkloadLost"
 	ReasonProviderUnavailable = "ProviderUnavailable"
 	ReasonProviderRemoved     = "ProviderRemoved"
+	// ReasonCannotRun: no provider can run the pod as written.
+	ReasonCannotRun = "NoProviderCanRunPod"
+	// ReasonDispatchTimeout: no provider started the pod within the
+	// dispatch timeout.
+	ReasonDispatchTimeout = "DispatchTimeout"
 )
 
 // Member is one configured provider.
@@ -91,9 +96,12 @@ type Node struct {
 	recorder record.EventRecorder
 	now      func() time.Time
 
-	mu         sync.Mutex
-	workloads  map[types.UID]*remote
-	lost       map[types.UID]int
+	mu        sync.Mutex
+	workloads map[types.UID]*remote
+	lost      map[types.UID]int
+	// waiting is when this process first saw each pod it has not
+	// dispatched (the dispatch timeout runs from then).
+	waiting    map[types.UID]time.Time
 	notifyPod  func(*v1.Pod)
 	notifyNode func(*v1.Node)
 	lastNode   *v1.NodeStatus
@@ -120,7 +128,7 @@ func New(cfg *Config, members []*Member, client kubernetes.Interface, pods corel
 		return a.Name < b.Name
 	})
 	return &Node{cfg: cfg, members: ordered, client: client, pods: pods, recorder: recorder, now: time.Now,
-		workloads: map[types.UID]*remote{}, lost: map[types.UID]int{}}
+		workloads: map[types.UID]*remote{}, lost: map[types.UID]int{}, waiting: map[types.UID]time.Time{}}
 }
 
 func (n *Node) member(name string) *Member {
@@ -149,7 +157,7 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 		n.mu.Unlock()
 		return nil
 	}
-	candidates, skipped := n.candidates(pod)
+	candidates, skipped, cannot := n.candidates(pod)
 	n.mu.Unlock()
 
 	id := provider.IDFor(pod.UID)
@@ -162,6 +170,7 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 			reason := "error"
 			if errors.Is(err, provider.ErrUnsupported) {
 				reason = "unsupported"
+				cannot++
 			}
 			metrics.DispatchFailures.WithLabelValues(m.Config.Name, reason).Inc()
 			reasons = append(reasons, fmt.Sprintf("%s: %v", m.Config.Name, err))
@@ -180,6 +189,13 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 		n.sendStatus(pod, n.statusFor(pod, r))
 		return nil
 	}
+	if cannot == len(n.members) {
+		// No provider will ever run it as written: fail it now, so its
+		// controller replaces it (and the scheduler, which reads what
+		// each provider carries, binds the replacement elsewhere).
+		n.fail(pod, ReasonCannotRun, "no provider can run this pod as written: "+strings.Join(reasons, "; "))
+		return nil
+	}
 	msg := "no provider can run this pod now"
 	if len(reasons) > 0 {
 		msg += ": " + strings.Join(reasons, "; ")
@@ -188,14 +204,23 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 	return errors.New(msg)
 }
 
-// candidates are the healthy providers with room for pod, in dispatch
-// order; skipped says why the others were passed over. Called with n.mu.
-func (n *Node) candidates(pod *v1.Pod) ([]*Member, []string) {
+// candidates are the healthy providers with room for pod that can run it,
+// in dispatch order; skipped says why the others were passed over, and
+// cannot counts those that can never run it as written (what they carry,
+// or their whole capacity). Called with n.mu.
+func (n *Node) candidates(pod *v1.Pod) ([]*Member, []string, int) {
 	used := n.usedLocked()
 	want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	var out []*Member
 	var skipped []string
+	cannot := 0
 	for _, m := range n.members {
+		if err := offer.Portable(pod, m.Provider.Carries()); err != nil {
+			metrics.DispatchFailures.WithLabelValues(m.Config.Name, "unsupported").Inc()
+			skipped = append(skipped, fmt.Sprintf("%s: %s", m.Config.Name, offer.Why(err)))
+			cannot++
+			continue
+		}
 		if !m.healthy {
 			metrics.DispatchFailures.WithLabelValues(m.Config.Name, "unhealthy").Inc()
 			skipped = append(skipped, fmt.Sprintf("%s: unhealthy (%v)", m.Config.Name, m.err))
@@ -208,7 +233,7 @@ func (n *Node) candidates(pod *v1.Pod) ([]*Member, []string) {
 		}
 		out = append(out, m)
 	}
-	return out, skipped
+	return out, skipped, cannot
 }
 
 // usedLocked sums the requests of the pods each provider runs.

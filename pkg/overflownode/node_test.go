@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
 )
 
@@ -34,6 +35,9 @@ type fakeProvider struct {
 	capacity  v1.ResourceList
 	down      error
 	creates   int
+	// refuse is what Create returns for every pod (e.g. ErrUnsupported).
+	refuse  error
+	carries offer.Carries
 }
 
 func newFake(gpus string) *fakeProvider {
@@ -45,6 +49,9 @@ func (f *fakeProvider) Create(_ context.Context, id string, pod *v1.Pod) error {
 	defer f.mu.Unlock()
 	if f.down != nil {
 		return f.down
+	}
+	if f.refuse != nil {
+		return f.refuse
 	}
 	if _, ok := f.workloads[id]; ok {
 		return nil
@@ -96,6 +103,8 @@ func (f *fakeProvider) Health(context.Context) error {
 	defer f.mu.Unlock()
 	return f.down
 }
+
+func (f *fakeProvider) Carries() offer.Carries { return f.carries }
 
 func (f *fakeProvider) set(fn func(*fakeProvider)) {
 	f.mu.Lock()
@@ -323,6 +332,65 @@ func TestProviderDown(t *testing.T) {
 	f.node.Reconcile(ctx)
 	if len(a.workloads) != 0 {
 		t.Errorf("a still runs %d workloads for a failed pod", len(a.workloads))
+	}
+}
+
+// TestPodNoProviderCanRunIsFailed: a pod bound here that no provider can
+// run as written (one refuses what it does not carry, the other refuses
+// it at Create) is failed at once, so its controller replaces it, instead
+// of staying bound and pending for good.
+func TestPodNoProviderCanRunIsFailed(t *testing.T) {
+	plain, remote := newFake("8"), newFake("8")
+	remote.carries = offer.Carries{Secrets: true}
+	remote.refuse = fmt.Errorf("%w: remote cluster refused pod: admission", provider.ErrUnsupported)
+	f := newFixture(t, member("plain", 0, 0, plain), member("remote", 1, 0, remote))
+	ctx := context.Background()
+	f.node.Reconcile(ctx)
+	pod := f.addPod(t, "llm-0", 1)
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "HF_TOKEN", ValueFrom: &v1.EnvVarSource{
+		SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "hf"}, Key: "token"}}}}
+	if err := f.pods.Update(pod); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.node.CreatePod(ctx, pod)
+	st := f.statuses["llm-0"]
+	if st.Phase != v1.PodFailed || st.Reason != ReasonCannotRun || !strings.Contains(st.Message, "env HF_TOKEN refers to Secret hf") ||
+		!strings.Contains(st.Message, "remote cluster refused pod") {
+		t.Errorf("pod no provider can run: phase %q reason %q message %q; want Failed %s naming both providers' reasons", st.Phase, st.Reason, st.Message, ReasonCannotRun)
+	}
+	if plain.creates != 0 {
+		t.Errorf("a provider that does not carry Secrets was asked to create the pod")
+	}
+}
+
+// TestDispatchTimeout: a pod no provider starts (here: every provider is
+// full) is failed once the dispatch timeout passes, not left bound and
+// pending.
+func TestDispatchTimeout(t *testing.T) {
+	p := newFake("1")
+	f := newFixture(t, member("cloud", 0, 0, p))
+	ctx := context.Background()
+	f.node.Reconcile(ctx)
+	if err := f.node.CreatePod(ctx, f.addPod(t, "llm-0", 1)); err != nil {
+		t.Fatal(err)
+	}
+	late := f.addPod(t, "llm-1", 1)
+	if err := f.node.CreatePod(ctx, late); err == nil {
+		t.Fatalf("a second pod was dispatched to a full provider")
+	}
+	f.node.Reconcile(ctx)
+	f.clock = f.clock.Add(time.Minute)
+	f.node.Reconcile(ctx)
+	if st := f.statuses["llm-1"]; st.Phase == v1.PodFailed {
+		t.Fatalf("pod failed after a minute without a provider; the timeout is %s", DefaultDispatchTimeout)
+	}
+	f.clock = f.clock.Add(10 * time.Minute)
+	f.node.Reconcile(ctx)
+	if st := f.statuses["llm-1"]; st.Phase != v1.PodFailed || st.Reason != ReasonDispatchTimeout {
+		t.Errorf("pod without a provider after 11 minutes: phase %q reason %q, want Failed %s", st.Phase, st.Reason, ReasonDispatchTimeout)
+	}
+	if st := f.statuses["llm-0"]; st.Phase == v1.PodFailed {
+		t.Errorf("the dispatched pod was failed too: %s", st.Reason)
 	}
 }
 

@@ -230,7 +230,12 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 		}
 		name := dispatchedTo(pod)
 		if name == "" {
-			continue // not dispatched yet; the pod controller retries
+			// Not dispatched yet: the pod controller retries, until the
+			// dispatch timeout.
+			if waited := n.undispatchedFor(pod, now); waited >= n.cfg.DispatchTimeout.Duration {
+				n.fail(pod, ReasonDispatchTimeout, fmt.Sprintf("no provider started this pod in %s", waited.Round(time.Second)))
+			}
+			continue
 		}
 		m := n.member(name)
 		if m == nil {
@@ -253,8 +258,27 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 			delete(n.lost, uid)
 		}
 	}
+	for uid := range n.waiting {
+		if pod, ok := byUID[uid]; !ok || dispatchedTo(pod) != "" || terminal(pod) {
+			delete(n.waiting, uid)
+		}
+	}
 	n.mu.Unlock()
 	klog.FromContext(ctx).V(4).Info("Pods synced", "pods", len(byUID), "workloads", len(index))
+}
+
+// undispatchedFor is how long pod has waited for a provider since this
+// process first saw it undispatched (a restarted process gives it a new
+// dispatch timeout rather than trust a clock it did not keep).
+func (n *Node) undispatchedFor(pod *v1.Pod, now time.Time) time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	since, ok := n.waiting[pod.UID]
+	if !ok {
+		since = now
+		n.waiting[pod.UID] = since
+	}
+	return now.Sub(since)
 }
 
 func (n *Node) strike(uid types.UID) int {

@@ -195,12 +195,15 @@ func (n *Node) NodeObject() *v1.Node {
 }
 
 // offerLocked is what the node offers, per provider in dispatch order (the
-// scheduler counts each victim against one provider that can hold it).
+// scheduler counts each victim against one provider that can hold it), and
+// what each carries (the scheduler moves and binds here only pods one of
+// them can run).
 // Called with n.mu.
 func (n *Node) offerLocked() offer.Offer {
 	var o offer.Offer
 	for _, m := range n.members {
-		o.Providers = append(o.Providers, offer.Provider{Name: m.Config.Name, Healthy: m.healthy, Capacity: m.capacity.DeepCopy()})
+		carries := m.Provider.Carries()
+		o.Providers = append(o.Providers, offer.Provider{Name: m.Config.Name, Healthy: m.healthy, Capacity: m.capacity.DeepCopy(), Carries: &carries})
 	}
 	return o
 }

@@ -38,6 +38,9 @@ type Provider struct {
 	// does not list it does not limit (CPU, memory, storage), or, for
 	// extended resources such as GPUs, it does not have.
 	Capacity v1.ResourceList `json:"capacity,omitempty"`
+	// Carries is what of a pod the provider can run (see Portable); nil
+	// when the node does not say (it is not sluice's).
+	Carries *Carries `json:"carries,omitempty"`
 }
 
 // Encode is the annotation's value.

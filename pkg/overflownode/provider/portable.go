@@ -4,10 +4,9 @@
 package provider
 
 import (
-	"fmt"
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 )
 
 // PortablePod is what of a home pod can run at a provider.
@@ -17,74 +16,42 @@ type PortablePod struct {
 	Volumes        []v1.Volume
 }
 
-// Portable returns the parts of pod a provider can run elsewhere: its
-// containers with downward-API environment variables resolved to the home
-// pod's identity, the service account token volume (and its mounts)
-// dropped, and the volumes keepVolume accepts (nil accepts none). What
-// would silently differ remotely (ConfigMap and Secret references, other
-// volumes) fails with ErrUnsupported naming the field.
-func Portable(pod *v1.Pod, keepVolume func(v1.Volume) bool) (*PortablePod, error) {
+// Portable returns the parts of pod a provider that carries what carries
+// says can run elsewhere: its containers with downward-API environment
+// variables resolved to the home pod's identity, the service account token
+// volume (and its mounts) dropped, and its other volumes. Whether it can
+// is decided by offer.Portable, the function the scheduler decides with
+// too; what cannot go fails with ErrUnsupported naming the field.
+func Portable(pod *v1.Pod, carries offer.Carries) (*PortablePod, error) {
+	if err := offer.Portable(pod, carries); err != nil {
+		return nil, err
+	}
 	out := &PortablePod{}
 	dropped := map[string]bool{}
-	for i, vol := range pod.Spec.Volumes {
-		switch {
-		case isServiceAccountToken(vol):
+	for _, vol := range pod.Spec.Volumes {
+		if offer.ServiceAccountToken(vol) {
 			dropped[vol.Name] = true
-		case keepVolume != nil && keepVolume(vol):
-			out.Volumes = append(out.Volumes, vol)
-		default:
-			return nil, fmt.Errorf("%w: spec.volumes[%d] (%s): this provider cannot carry this volume type", ErrUnsupported, i, vol.Name)
+			continue
 		}
+		out.Volumes = append(out.Volumes, vol)
 	}
-	var err error
-	if out.Containers, err = portableContainers(pod, "spec.containers", pod.Spec.Containers, dropped); err != nil {
-		return nil, err
-	}
-	if out.InitContainers, err = portableContainers(pod, "spec.initContainers", pod.Spec.InitContainers, dropped); err != nil {
-		return nil, err
-	}
+	out.Containers = portableContainers(pod, pod.Spec.Containers, dropped)
+	out.InitContainers = portableContainers(pod, pod.Spec.InitContainers, dropped)
 	return out, nil
 }
 
-func isServiceAccountToken(vol v1.Volume) bool {
-	if vol.Projected == nil {
-		return false
-	}
-	for _, s := range vol.Projected.Sources {
-		if s.ServiceAccountToken != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func portableContainers(pod *v1.Pod, path string, in []v1.Container, dropMounts map[string]bool) ([]v1.Container, error) {
+func portableContainers(pod *v1.Pod, in []v1.Container, dropMounts map[string]bool) []v1.Container {
 	if len(in) == 0 {
-		return nil, nil
+		return nil
 	}
 	out := make([]v1.Container, 0, len(in))
 	for i := range in {
 		c := in[i].DeepCopy()
-		where := fmt.Sprintf("%s[%d] (%s)", path, i, c.Name)
-		if len(c.EnvFrom) > 0 {
-			return nil, fmt.Errorf("%w: %s: envFrom refers to home ConfigMaps or Secrets", ErrUnsupported, where)
-		}
 		for j := range c.Env {
 			env := &c.Env[j]
-			if env.ValueFrom == nil {
-				continue
-			}
-			switch {
-			case env.ValueFrom.FieldRef != nil:
-				v, ok := fieldValue(pod, env.ValueFrom.FieldRef.FieldPath)
-				if !ok {
-					return nil, fmt.Errorf("%w: %s: env %s refers to field %s", ErrUnsupported, where, env.Name, env.ValueFrom.FieldRef.FieldPath)
-				}
-				env.Value, env.ValueFrom = v, nil
-			case env.ValueFrom.ResourceFieldRef != nil:
-				// The same resources are requested remotely.
-			default:
-				return nil, fmt.Errorf("%w: %s: env %s refers to a home ConfigMap or Secret", ErrUnsupported, where, env.Name)
+			if env.ValueFrom != nil && env.ValueFrom.FieldRef != nil {
+				env.Value, _ = offer.FieldValue(pod, env.ValueFrom.FieldRef.FieldPath)
+				env.ValueFrom = nil
 			}
 		}
 		var mounts []v1.VolumeMount
@@ -96,28 +63,5 @@ func portableContainers(pod *v1.Pod, path string, in []v1.Container, dropMounts 
 		c.VolumeMounts = mounts
 		out = append(out, *c)
 	}
-	return out, nil
-}
-
-// fieldValue resolves the downward-API fields that mean the same remotely:
-// the home pod's identity.
-func fieldValue(pod *v1.Pod, path string) (string, bool) {
-	switch path {
-	case "metadata.name":
-		return pod.Name, true
-	case "metadata.namespace":
-		return pod.Namespace, true
-	case "metadata.uid":
-		return string(pod.UID), true
-	case "spec.nodeName":
-		return pod.Spec.NodeName, true
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, true
-	}
-	for prefix, m := range map[string]map[string]string{"metadata.labels['": pod.Labels, "metadata.annotations['": pod.Annotations} {
-		if strings.HasPrefix(path, prefix) && strings.HasSuffix(path, "']") {
-			return m[strings.TrimSuffix(strings.TrimPrefix(path, prefix), "']")], true
-		}
-	}
-	return "", false
+	return out
 }

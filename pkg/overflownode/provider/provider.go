@@ -23,6 +23,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 )
 
 // Phase is where a remote workload is in its life.
@@ -91,6 +93,10 @@ type Provider interface {
 	Capacity(ctx context.Context) (v1.ResourceList, error)
 	// Health returns nil when the provider takes new workloads.
 	Health(ctx context.Context) error
+	// Carries is what of a pod the provider can run (volume types,
+	// Secrets, ConfigMaps), published in the node's offer so the
+	// scheduler moves only pods it can run; Create refuses the rest.
+	Carries() offer.Carries
 }
 
 // ErrNotFound is wrapped by Get for a workload that does not exist.
@@ -99,7 +105,7 @@ var ErrNotFound = errors.New("remote workload not found")
 // ErrUnsupported is wrapped by Create for a pod the provider cannot run
 // as written (e.g. a volume type it has no equivalent for); dispatch does
 // not retry such a pod elsewhere without telling the user why.
-var ErrUnsupported = errors.New("not supported by the provider")
+var ErrUnsupported = offer.ErrNotPortable
 
 // IDPrefix starts every id.
 const IDPrefix = "sluice-"

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +31,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/overflow"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 	"github.com/sluice-sched/sluice/pkg/requeue"
 )
 
@@ -58,8 +60,15 @@ type Runtime interface {
 	Claims() *claims.Store
 }
 
-// ReasonClaimed is the Filter's reason for a node a research claim holds.
-const ReasonClaimed = "ClaimedForResearch"
+// Filter reasons.
+const (
+	// ReasonClaimed: a research claim holds the node.
+	ReasonClaimed = "ClaimedForResearch"
+	// ReasonCannotRunThere: no provider behind the overflow node can run
+	// the pod as written (offer.Portable), so binding it there would
+	// leave it pending for good.
+	ReasonCannotRunThere = "OverflowCannotRunPod"
+)
 
 // InferencePacking is the plugin.
 type InferencePacking struct {
@@ -72,8 +81,13 @@ type InferencePacking struct {
 	gpu     v1.ResourceName
 	store   *claims.Store
 	// waiting are production pods a claimed node turned away, retried
-	// when a claim ends (the queue does not watch claims).
+	// when a claim ends (the queue does not watch claims), and pods no
+	// overflow node could run, retried when an overflow node's offer
+	// changes.
 	waiting *requeue.Waiting
+	// offers are the overflow nodes' offers, by node name, kept by a node
+	// informer handler; replaced whole, never changed once stored.
+	offers atomic.Pointer[map[string]nodeOffer]
 
 	// mu guards the incremental view of where production runs: PreScore
 	// looks again only at nodes whose NodeInfo changed since the last
@@ -91,6 +105,13 @@ type InferencePacking struct {
 	nodeCount     []int32
 	leafCount     []int32
 	view          *packingView // published; never changed once published
+}
+
+// nodeOffer is an overflow node's offer, or why it could not be read.
+type nodeOffer struct {
+	offer offer.Offer
+	err   error
+	raw   string // the annotation
 }
 
 // entry is what PreScore last saw at one position of the node list.
@@ -147,6 +168,10 @@ func (pl *InferencePacking) ready() error {
 		tracker, fabricCfg := pl.rt.Fabric()
 		pl.tracker, pl.classes, pl.gpu = tracker, pl.rt.Classes(), v1.ResourceName(fabricCfg.GPUResourceName)
 		pl.store = pl.rt.Claims()
+		pl.offers.Store(&map[string]nodeOffer{})
+		if pl.initErr = pl.watchOffers(); pl.initErr != nil {
+			return
+		}
 		if pl.store != nil {
 			// A claim that ends, or is given up, frees its nodes.
 			retry := func(any) { pl.waiting.ActivateAll(klog.Background(), "a research claim ended or changed") }
@@ -167,29 +192,91 @@ func (pl *InferencePacking) EventsToRegister(context.Context) ([]fwk.ClusterEven
 	return nil, nil
 }
 
+// watchOffers keeps the overflow nodes' offers, and retries the pods no
+// overflow node could run when one changes.
+func (pl *InferencePacking) watchOffers() error {
+	logger := klog.Background()
+	update := func(name string, node *v1.Node) {
+		old := *pl.offers.Load()
+		prev, had := old[name]
+		next := make(map[string]nodeOffer, len(old)+1)
+		for k, v := range old {
+			next[k] = v
+		}
+		if node == nil || !pl.classes.IsOverflowNode(node) {
+			if !had {
+				return
+			}
+			delete(next, name)
+		} else {
+			o, err := offer.Of(node, true)
+			next[name] = nodeOffer{offer: o, err: err, raw: node.Annotations[offer.Annotation]}
+		}
+		pl.offers.Store(&next)
+		if cur, ok := next[name]; (!ok || !had || cur.raw != prev.raw) && pl.waiting.Len() > 0 {
+			pl.waiting.ActivateAll(logger, "an overflow node's offer changed")
+		}
+	}
+	_, err := pl.handle.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { n, _ := obj.(*v1.Node); update(nodeName(obj), n) },
+		UpdateFunc: func(_, obj any) { n, _ := obj.(*v1.Node); update(nodeName(obj), n) },
+		DeleteFunc: func(obj any) { update(nodeName(obj), nil) },
+	})
+	return err
+}
+
+func nodeName(obj any) string {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if n, ok := obj.(*v1.Node); ok {
+		return n.Name
+	}
+	return ""
+}
+
 const preFilterStateKey fwk.StateKey = "PreFilter" + Name
 
-// preFilterState is the nodes live claims held when the cycle began.
-type preFilterState struct{ claimed sets.Set[string] }
+// preFilterState is the nodes live claims held when the cycle began, and
+// the overflow nodes that cannot run the pod, with why.
+type preFilterState struct {
+	claimed sets.Set[string]
+	refuse  map[string]string
+}
 
 // Clone returns the state: it is not changed after PreFilter.
 func (s *preFilterState) Clone() fwk.StateData { return s }
 
-// PreFilter takes, once a cycle, the nodes live research claims hold, and
-// skips Filter for pods that are not production or when no claim holds a
-// node (nearly every cycle): Filter then costs nothing per node.
+// PreFilter takes, once a cycle, the nodes live research claims hold (for
+// production) and the overflow nodes that cannot run the pod (for a pod
+// that tolerates them), and skips Filter when there are neither (nearly
+// every cycle): Filter then costs nothing per node.
 func (pl *InferencePacking) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if err := pl.ready(); err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	if pl.store == nil || !pl.classes.IsProduction(pod) {
+	s := &preFilterState{}
+	if pl.store != nil && pl.classes.IsProduction(pod) {
+		s.claimed = pl.store.ClaimedNodes()
+	}
+	if offers := *pl.offers.Load(); len(offers) > 0 && pl.classes.ToleratesOverflow(pod) {
+		for name, o := range offers {
+			err := o.err
+			if err == nil {
+				err = o.offer.CanRun(pod)
+			}
+			if err != nil {
+				if s.refuse == nil {
+					s.refuse = map[string]string{}
+				}
+				s.refuse[name] = offer.Why(err)
+			}
+		}
+	}
+	if s.claimed.Len() == 0 && len(s.refuse) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	claimed := pl.store.ClaimedNodes()
-	if claimed.Len() == 0 {
-		return nil, fwk.NewStatus(fwk.Skip)
-	}
-	state.Write(preFilterStateKey, &preFilterState{claimed: claimed})
+	state.Write(preFilterStateKey, s)
 	return nil, nil
 }
 
@@ -198,14 +285,23 @@ func (pl *InferencePacking) PreFilter(_ context.Context, state fwk.CycleState, p
 func (pl *InferencePacking) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // Filter turns production away from the nodes a live research claim
-// holds: the nodes it frees, and the nodes its research pods are
-// nominated to.
+// holds (the nodes it frees, and the nodes its research pods are
+// nominated to), and any pod from an overflow node none of whose
+// providers can run it as written.
 func (pl *InferencePacking) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	data, err := state.Read(preFilterStateKey)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if ni.Node() == nil || !data.(*preFilterState).claimed.Has(ni.Node().Name) {
+	if ni.Node() == nil {
+		return nil
+	}
+	s, name := data.(*preFilterState), ni.Node().Name
+	if why, ok := s.refuse[name]; ok {
+		pl.waiting.Add(pod)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonCannotRunThere+": "+why)
+	}
+	if !s.claimed.Has(name) {
 		return nil
 	}
 	pl.waiting.Add(pod)

@@ -7,11 +7,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,16 +33,24 @@ import (
 	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/overflow"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 	"github.com/sluice-sched/sluice/pkg/requeue"
 )
 
 // handle serves only the snapshot, all Score needs.
 type handle struct {
 	fwk.Handle
-	snapshot *cache.Snapshot
+	snapshot  *cache.Snapshot
+	informers informers.SharedInformerFactory
 }
 
 func (h handle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
+
+func (h handle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
+
+func newHandle(snapshot *cache.Snapshot, objs ...runtime.Object) handle {
+	return handle{snapshot: snapshot, informers: informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)}
+}
 
 func node(name, leaf string) *v1.Node {
 	return st.MakeNode().Name(name).Label("leaf", leaf).Capacity(map[v1.ResourceName]string{"cpu": "64", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}).Obj()
@@ -81,7 +91,7 @@ func newPluginWith(tb testing.TB, nodes []*v1.Node, running []*v1.Pod, store *cl
 	}
 	snapshot := cache.NewSnapshot(running, nodes)
 	rt := &sealedRuntime{tracker: tracker, classes: classes, fabric: &config.FabricConfig{GPUResourceName: "nvidia.com/gpu"}, store: store}
-	return &InferencePacking{rt: rt, handle: handle{snapshot: snapshot}, waiting: requeue.NewWaiting(nil)}, snapshot
+	return &InferencePacking{rt: rt, handle: newHandle(snapshot), waiting: requeue.NewWaiting(nil)}, snapshot
 }
 
 // sealedRuntime is a runtime sealed with these pieces.
@@ -143,7 +153,7 @@ func TestScoreWorkedExample(t *testing.T) {
 
 	// A second cycle after a1's production left rescans only a1.
 	snapshot2 := cache.NewSnapshot(running[1:], nodes)
-	pl.handle = handle{snapshot: snapshot2}
+	pl.handle = newHandle(snapshot2)
 	infos2, _ := snapshot2.NodeInfos().List()
 	state2 := framework.NewCycleState()
 	if s := pl.PreScore(ctx, state2, incoming, infos2); !s.IsSuccess() {
@@ -315,6 +325,73 @@ func TestFilterSkippedUnlessClaimed(t *testing.T) {
 		if got != want {
 			t.Errorf("Filter(serve, %s) = %v, want %v", n.Name, got, want)
 		}
+	}
+}
+
+// TestFilterKeepsPodsOffOverflowNodesThatCannotRunThem: a pod that
+// tolerates the overflow taint is turned away from an overflow node none
+// of whose providers can run it (here: it reads a Secret), saying why;
+// a pod they can run, or one that cannot go there anyway, skips Filter.
+func TestFilterKeepsPodsOffOverflowNodesThatCannotRunThem(t *testing.T) {
+	vk := node("vk", "")
+	vk.Labels = map[string]string{"type": "virtual-kubelet"}
+	raw, err := offer.Offer{Providers: []offer.Provider{{Name: "burst", Healthy: true, Carries: &offer.Carries{Volumes: []string{"emptyDir"}},
+		Capacity: v1.ResourceList{"nvidia.com/gpu": resource.MustParse("64")}}}}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vk.Annotations = map[string]string{offer.Annotation: raw}
+	nodes := []*v1.Node{node("n0", "l0"), vk}
+	pl, snapshot := newPlugin(t, nodes, nil)
+	h := newHandle(snapshot, vk)
+	pl.handle = h
+	if err := pl.ready(); err != nil {
+		t.Fatal(err)
+	}
+	h.informers.Start(t.Context().Done())
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		_, ok := (*pl.offers.Load())["vk"]
+		return ok, nil
+	}); err != nil {
+		t.Fatalf("the overflow node's offer never reached the plugin: %v", err)
+	}
+	tolerating := func(p *v1.Pod) *v1.Pod {
+		p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
+		return p
+	}
+	secret := tolerating(pod("secret", "", "production", "1"))
+	secret.Spec.Containers = []v1.Container{{Name: "vllm", Env: []v1.EnvVar{{Name: "HF_TOKEN", ValueFrom: &v1.EnvVarSource{
+		SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "hf"}, Key: "token"}}}}}}
+
+	for _, p := range []*v1.Pod{tolerating(pod("plain", "", "production", "1")), pod("no-toleration", "", "production", "1")} {
+		if _, status := pl.PreFilter(t.Context(), framework.NewCycleState(), p, nil); !status.IsSkip() {
+			t.Errorf("%s: PreFilter = %v, want Skip", p.Name, status)
+		}
+	}
+	state := framework.NewCycleState()
+	if _, status := pl.PreFilter(t.Context(), state, secret, nil); !status.IsSuccess() {
+		t.Fatalf("secret pod: PreFilter = %v, want Success", status)
+	}
+	for _, n := range nodes {
+		ni, err := snapshot.Get(n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := pl.Filter(t.Context(), state, secret, ni)
+		switch n.Name {
+		case "vk":
+			if status.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(status.Message(), ReasonCannotRunThere) ||
+				!strings.Contains(status.Message(), "provider burst: spec.containers[0] (vllm): env HF_TOKEN refers to Secret hf") {
+				t.Errorf("Filter(secret, vk) = %v, want UnschedulableAndUnresolvable naming provider burst and env HF_TOKEN", status)
+			}
+		default:
+			if !status.IsSuccess() {
+				t.Errorf("Filter(secret, %s) = %v, want Success", n.Name, status)
+			}
+		}
+	}
+	if pl.waiting.Len() != 1 {
+		t.Errorf("%d pods wait for an overflow node's offer to change, want 1", pl.waiting.Len())
 	}
 }
 

@@ -47,6 +47,10 @@ const (
 	ReasonClaiming    = "ClaimingGPUs"
 	ReasonNoClaim     = "NoOverflowClaim"
 	ReasonNotResearch = "NotResearch"
+	// ReasonStays is the Event on a production pod a research claim
+	// needed that cannot move (no overflow provider can run it, or its
+	// budget or controller does not allow it).
+	ReasonStays = "CannotMoveToOverflow"
 )
 
 // Runtime is what the plugin needs of the scheduler's sluice runtime.

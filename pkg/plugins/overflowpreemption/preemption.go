@@ -35,6 +35,9 @@ import (
 type plan struct {
 	claim overflow.Claim
 	tree  *fabric.Tree
+	// unportable are the production pods passed over because no overflow
+	// provider can run them.
+	unportable []overflow.Blocked
 }
 
 // planFor plans a claim for pods (the claimants still to place), given the
@@ -44,14 +47,17 @@ type plan struct {
 // the others stay and are named when they alone stand in the way. Room is
 // the overflow ledger: what each provider offers minus what it runs and
 // what live claims hold.
-func (pl *OverflowPreemption) planFor(pods []*v1.Pod, pinned []string, req gang.FabricRequest) (*plan, string) {
+//
+// Without a plan, it says why and returns the pods that cannot move and
+// alone stand in the way.
+func (pl *OverflowPreemption) planFor(pods []*v1.Pod, pinned []string, req gang.FabricRequest) (*plan, string, []overflow.Blocked) {
 	tree, err := pl.tracker.Tree()
 	if err != nil {
-		return nil, err.Error()
+		return nil, err.Error(), nil
 	}
 	all, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
-		return nil, err.Error()
+		return nil, err.Error(), nil
 	}
 	template := capacity.Largest(pods, pl.gpu)
 	shape := capacity.ShapeOf(template)
@@ -60,14 +66,18 @@ func (pl *OverflowPreemption) planFor(pods []*v1.Pod, pinned []string, req gang.
 	podsOn := map[string][]*v1.Pod{}
 	for _, ni := range all {
 		node := ni.Node()
-		if node == nil {
+		if node == nil || !pl.classes.IsOverflowNode(node) {
 			continue
 		}
-		if pl.classes.IsOverflowNode(node) {
-			overflowNodes = append(overflowNodes, node)
-			for _, pi := range ni.GetPods() {
-				podsOn[node.Name] = append(podsOn[node.Name], pi.GetPod())
-			}
+		overflowNodes = append(overflowNodes, node)
+		for _, pi := range ni.GetPods() {
+			podsOn[node.Name] = append(podsOn[node.Name], pi.GetPod())
+		}
+	}
+	ledger := overflow.NewLedger(pl.classes, overflowNodes, func(n string) []*v1.Pod { return podsOn[n] }, pl.store.Reservations())
+	for _, ni := range all {
+		node := ni.Node()
+		if node == nil || pl.classes.IsOverflowNode(node) {
 			continue
 		}
 		usable, held := true, map[v1.ResourceName]int64(nil)
@@ -89,6 +99,11 @@ func (pl *OverflowPreemption) planFor(pods []*v1.Pod, pinned []string, req gang.
 				st.Blocked = append(st.Blocked, overflow.Blocked{Pod: p, Why: why})
 				continue
 			}
+			if why := ledger.CannotRun(p); why != "" {
+				// Evicted, its replacement could run nowhere.
+				st.Blocked = append(st.Blocked, overflow.Blocked{Pod: p, Why: why, Unportable: true})
+				continue
+			}
 			st.Victims = append(st.Victims, p)
 		}
 		overflow.VictimOrder(st.Victims, pl.gpu)
@@ -106,12 +121,51 @@ func (pl *OverflowPreemption) planFor(pods []*v1.Pod, pinned []string, req gang.
 			pinnedIdx = append(pinnedIdx, i)
 		}
 	}
-	ledger := overflow.NewLedger(pl.classes, overflowNodes, func(n string) []*v1.Pod { return podsOn[n] }, pl.store.Reservations())
 	c, why, ok := overflow.PlanClaim(tree, states, overflow.Request{Shape: shape, Pods: len(pods), MaxLevel: maxLevel, Pinned: pinnedIdx}, ledger)
 	if !ok {
-		return nil, why
+		return nil, why, c.Blocking
 	}
-	return &plan{claim: c, tree: tree}, ""
+	p := &plan{claim: c, tree: tree}
+	for _, st := range states {
+		for _, b := range st.Blocked {
+			if b.Unportable {
+				p.unportable = append(p.unportable, b)
+			}
+		}
+	}
+	return p, "", nil
+}
+
+// maxStayEvents bounds the Events one claim attempt writes on production
+// pods that stay.
+const maxStayEvents = 50
+
+// stays tells production pods that cannot move why they stay while a
+// research claim needs their room.
+func (pl *OverflowPreemption) stays(pods []overflow.Blocked, claimant string) {
+	rec := pl.handle.EventRecorder()
+	if rec == nil {
+		return
+	}
+	for i, b := range pods {
+		if i == maxStayEvents {
+			break
+		}
+		rec.Eventf(b.Pod, nil, v1.EventTypeWarning, ReasonStays, "Preempting", "not moved to an overflow node for research %s: %s", claimant, b.Why)
+	}
+}
+
+// passedOver says how many production pods could not move, and names a
+// few, for the research pods' Event.
+func passedOver(pods []overflow.Blocked) string {
+	if len(pods) == 0 {
+		return ""
+	}
+	names := make([]string, 0, 3)
+	for _, b := range pods[:min(3, len(pods))] {
+		names = append(names, b.Pod.Namespace+"/"+b.Pod.Name)
+	}
+	return fmt.Sprintf("; %d production pods no overflow provider can run were passed over (%s: %s)", len(pods), strings.Join(names, ", "), pods[0].Why)
 }
 
 // assign maps claimants to the plan's nodes, in name order, so the same
@@ -183,7 +237,14 @@ func (pl *OverflowPreemption) start(ctx context.Context, key string, owner metav
 	if err != nil {
 		return nil, err
 	}
-	msg := fmt.Sprintf("claiming %s: %s move to overflow nodes, each budget paced on its own (claim %s)", p.claim.Domain.Name, describe(victims), created.Name)
+	msg := fmt.Sprintf("claiming %s: %s move to overflow nodes, each budget paced on its own (claim %s)%s", p.claim.Domain.Name, describe(victims), created.Name, passedOver(p.unportable))
+	var inDomain []overflow.Blocked
+	for _, b := range p.unportable {
+		if i, ok := p.tree.NodeIndex(b.Pod.Spec.NodeName); ok && p.tree.Contains(p.claim.Domain, i) {
+			inDomain = append(inDomain, b)
+		}
+	}
+	pl.stays(inDomain, key)
 	if rec := pl.handle.EventRecorder(); rec != nil {
 		for _, cl := range claimants {
 			rec.Eventf(cl, nil, v1.EventTypeNormal, ReasonClaiming, "Preempting", "%s", msg)
@@ -291,8 +352,9 @@ func (pl *OverflowPreemption) postFilter(ctx context.Context, pod *v1.Pod) (*fwk
 	if c != nil {
 		return nominate(pod, c)
 	}
-	p, why := pl.planFor(claimants, pinned, req)
+	p, why, blocking := pl.planFor(claimants, pinned, req)
 	if p == nil {
+		pl.stays(blocking, key)
 		pl.noClaim(claimants, why)
 		return nil, fwk.NewStatus(fwk.Unschedulable, ReasonNoClaim+": "+why)
 	}
@@ -384,8 +446,9 @@ func (pl *OverflowPreemption) PodGroupPostFilter(ctx context.Context, _ fwk.PodG
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	p, why := pl.planFor(pods, members.PlacedNodes(), g.Request)
+	p, why, blocking := pl.planFor(pods, members.PlacedNodes(), g.Request)
 	if p == nil {
+		pl.stays(blocking, key)
 		pl.noClaim(pods, why)
 		return nil, fwk.NewStatus(fwk.Unschedulable, ReasonNoClaim+": "+why)
 	}

@@ -638,7 +638,8 @@ func TestRoomSplitOverProviders(t *testing.T) {
 	train := harness.Pod(ns, "train-big").Scheduler("sluice-research").PriorityClass("research").GPUs(8).Obj()
 	train.Spec.NodeSelector = map[string]string{v1.LabelHostname: big}
 	harness.CreatePods(t, cp.Client, train)
-	harness.WaitForEvent(t, cp.Client, ns, "Pod", "train-big", "NoOverflowClaim", "one provider with room for all of it")
+	// No provider is ever big enough for it: it cannot move at all.
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "train-big", "NoOverflowClaim", bigPod.Name, "the pod requests 8 nvidia.com/gpu, more than the provider's 4 in all")
 	if now := homePods(t, cp, ns, "big"); len(now) != 1 || now[0].UID != bigPod.UID {
 		t.Fatalf("the 8-GPU pod was evicted into 4 + 4 GPUs of room")
 	}

@@ -20,6 +20,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
 )
 
@@ -142,6 +143,10 @@ func (c *Client) Capacity(ctx context.Context) (v1.ResourceList, error) {
 	return out, nil
 }
 
+// Carries is what the HTTP contract carries: containers, their literal
+// environment, ports and resources; no volumes, Secrets or ConfigMaps.
+func (c *Client) Carries() offer.Carries { return offer.Carries{} }
+
 // Health reads the health.
 func (c *Client) Health(ctx context.Context) error {
 	var h Health
@@ -236,7 +241,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 // carry (containers, literal environment, ports, resources); anything else
 // fails with provider.ErrUnsupported naming the field.
 func Request(id, node string, pod *v1.Pod) (*CreateRequest, error) {
-	p, err := provider.Portable(pod, nil)
+	p, err := provider.Portable(pod, offer.Carries{})
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
 )
 
@@ -84,6 +85,13 @@ func (p *Provider) Create(ctx context.Context, id string, pod *v1.Pod) error {
 	}
 	return err
 }
+
+// carries is what the provider carries: scratch space, nothing of the
+// home cluster's.
+var carries = offer.Carries{Volumes: []string{"emptyDir"}}
+
+// Carries is what the provider carries.
+func (p *Provider) Carries() offer.Carries { return carries }
 
 // Delete deletes the remote pod.
 func (p *Provider) Delete(ctx context.Context, id string) error {
@@ -243,7 +251,7 @@ func messageOf(pod *v1.Pod) string {
 // out; what cannot be carried over fails with provider.ErrUnsupported
 // naming the field (provider.Portable).
 func RemotePod(id, node, namespace string, pod *v1.Pod) (*v1.Pod, error) {
-	p, err := provider.Portable(pod, func(vol v1.Volume) bool { return vol.EmptyDir != nil })
+	p, err := provider.Portable(pod, carries)
 	if err != nil {
 		return nil, err
 	}
