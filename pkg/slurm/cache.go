@@ -6,6 +6,9 @@ package slurm
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +56,9 @@ type Cache struct {
 	// poll state, used only by the polling goroutine
 	updateTime int64
 	polls      int
+	// shrunk names the nodes the last answer lacked that the snapshot
+	// has, while that shrink waits for a second answer to agree.
+	shrunk string
 }
 
 // NewCache builds a cache; Run starts polling.
@@ -120,6 +126,14 @@ func (c *Cache) Poll(ctx context.Context) error {
 		res, err = c.client.Nodes(ctx, 0)
 	}
 	metrics.SlurmPollDuration.Observe(c.cfg.Clock.Since(start).Seconds())
+	var snap *Snapshot
+	if err == nil && !res.NotModified {
+		snap = &Snapshot{Nodes: make(map[string]*Node, len(res.Nodes)), Version: c.client.Version()}
+		for i := range res.Nodes {
+			snap.Nodes[res.Nodes[i].Name] = &res.Nodes[i]
+		}
+		err = c.checkShrink(snap)
+	}
 	if err != nil {
 		metrics.SlurmPollErrors.WithLabelValues(Kind(err)).Inc()
 		c.mu.Lock()
@@ -142,10 +156,15 @@ func (c *Cache) Poll(ctx context.Context) error {
 	}
 	// Ask for changes since slurmctld's own clock when it tells it
 	// (v0.0.40+), else since this request started, minus a second for
-	// rounding.
-	if res.LastUpdate > 0 {
+	// rounding. A 304 carries no time: nothing changed since the time
+	// asked for, so the next poll asks for it again (taking this clock
+	// then would skip what slurmctld, if its clock is behind, records
+	// before this clock's time).
+	switch {
+	case res.NotModified && updateTime > 0:
+	case res.LastUpdate > 0:
 		c.updateTime = res.LastUpdate
-	} else {
+	default:
 		c.updateTime = start.Add(-time.Second).Unix()
 	}
 	c.mu.Lock()
@@ -153,12 +172,9 @@ func (c *Cache) Poll(ctx context.Context) error {
 	recovered := c.lastErr != nil
 	c.goodAt, c.lastErr = start, nil
 	changed := false
-	if !res.NotModified {
-		snap := &Snapshot{Nodes: make(map[string]*Node, len(res.Nodes)), Version: c.client.Version()}
+	if snap != nil {
 		unknown := 0
-		for i := range res.Nodes {
-			n := &res.Nodes[i]
-			snap.Nodes[n.Name] = n
+		for _, n := range snap.Nodes {
 			if len(n.UnknownStates) > 0 {
 				unknown++
 			}
@@ -182,6 +198,44 @@ func (c *Cache) Poll(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// checkShrink refuses an answer that lacks nodes the snapshot has, until
+// a second answer in a row lacks the same ones: slurmrestd does not say
+// when a node is deleted, and a list that shrinks at once (an empty list
+// from a slurmctld that is restarting, a truncated answer) is far likelier
+// a bad answer than a deletion. Refused, it is a failed poll: the last
+// good snapshot stays and ages.
+func (c *Cache) checkShrink(snap *Snapshot) error {
+	c.mu.RLock()
+	prev := c.snap
+	c.mu.RUnlock()
+	if prev == nil {
+		return nil
+	}
+	var missing []string
+	for name := range prev.Nodes {
+		if _, ok := snap.Nodes[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		c.shrunk = ""
+		return nil
+	}
+	sort.Strings(missing)
+	key := strings.Join(missing, ",")
+	if key == c.shrunk {
+		c.shrunk = ""
+		return nil // two answers in a row agree: the nodes are gone
+	}
+	c.shrunk = key
+	shown := missing
+	if len(shown) > 5 {
+		shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(missing)-5))
+	}
+	return &RequestError{Kind: ErrKindGarbage, Err: fmt.Errorf("slurmrestd listed %d nodes where the last good answer had %d (missing: %s); taken as a bad answer until the next one agrees",
+		len(snap.Nodes), len(prev.Nodes), strings.Join(shown, ", "))}
 }
 
 // sameNodes reports whether two snapshots say the same about every node

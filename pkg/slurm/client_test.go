@@ -11,11 +11,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // fakeRestd is a slurmrestd for unit tests: it serves one API version,
@@ -117,6 +121,41 @@ func TestClientDiscoversAndPollsChanges(t *testing.T) {
 	want := []string{"/openapi/v3", "/slurm/v0.0.42/nodes/", "/slurm/v0.0.42/nodes/?update_time=1000"}
 	if strings.Join(fake.requests, " ") != strings.Join(want, " ") {
 		t.Errorf("requests %v, want %v", fake.requests, want)
+	}
+}
+
+// TestDrainSeenAcrossNotModified: slurmctld's clock is 30 s behind the
+// scheduler's. After a 304, the next poll still asks for changes since
+// slurmctld's own last_update, so a drain slurmctld records a moment later
+// is seen at the next poll (asking since the scheduler's clock missed it
+// until the full refresh, minutes later, while every poll "succeeded").
+func TestDrainSeenAcrossNotModified(t *testing.T) {
+	fake := &fakeRestd{version: "v0.0.42", nodes: twoNodes, changedAt: 1000, lastUpdated: true}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, User: "root", TokenFile: writeToken(t, t.TempDir(), "t")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testingclock.NewFakeClock(time.Unix(1030, 0)) // 30 s ahead of slurmctld
+	cache := NewCache(c, CacheConfig{Interval: time.Hour, Clock: clock})
+	ctx := context.Background()
+	for range 2 { // a full answer, then 304: nothing changed
+		if err := cache.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.Step(10 * time.Second)
+	}
+	fake.mu.Lock()
+	fake.nodes = strings.Replace(twoNodes, `"name":"gpu01","state":["IDLE"]`, `"name":"gpu01","state":["IDLE","DRAIN"],"reason":"xid 79"`, 1)
+	fake.changedAt = 1005 // slurmctld's clock
+	fake.mu.Unlock()
+	if err := cache.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	snap, _, _ := cache.Snapshot()
+	if got := snap.Nodes["gpu01"]; got == nil || got.StateString() != "IDLE+DRAIN" {
+		t.Errorf("gpu01 after the drain: %v, want IDLE+DRAIN seen at the next poll; requests %v", got, fake.requests)
 	}
 }
 
@@ -305,5 +344,77 @@ func TestCacheKeepsLastGoodSnapshot(t *testing.T) {
 	}
 	if !errors.As(err, new(*RequestError)) {
 		t.Errorf("err %T, want *RequestError", err)
+	}
+}
+
+// TestAnswersNotTakenAtFaceValue: an answer with errors[] (whatever list
+// comes with it) and a list that shrinks at once are failed polls that
+// keep the last good snapshot; a shrink a second answer confirms is
+// taken; one node with a field of the wrong type is kept as unreadable
+// (unhealthy) and costs the others nothing.
+func TestAnswersNotTakenAtFaceValue(t *testing.T) {
+	fake := &fakeRestd{version: "v0.0.42", nodes: twoNodes, changedAt: 1000, lastUpdated: true}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, User: "root", TokenFile: writeToken(t, t.TempDir(), "t")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewCache(c, CacheConfig{Interval: time.Hour})
+	ctx := context.Background()
+	if err := cache.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	answer := func(body string) error {
+		fake.mu.Lock()
+		fake.body = body
+		fake.mu.Unlock()
+		return cache.Poll(ctx)
+	}
+	nodes := func() []string {
+		snap, _, _ := cache.Snapshot()
+		var out []string
+		for name, n := range snap.Nodes {
+			out = append(out, name+"="+n.StateString())
+		}
+		sort.Strings(out)
+		return out
+	}
+	want := []string{"gpu01=IDLE", "gpu02=MIXED+DRAIN"}
+
+	err = answer(`{"nodes":[],"errors":[{"error":"Unable to query nodes","error_number":1007}]}`)
+	if err == nil || !strings.Contains(err.Error(), "Unable to query nodes") {
+		t.Errorf("errors[] with an empty list: poll error %v, want one naming slurmrestd's error", err)
+	}
+	if got := nodes(); !slices.Equal(got, want) {
+		t.Errorf("after errors[]: snapshot %v, want the last good %v", got, want)
+	}
+
+	one := `{"nodes":[{"name":"gpu01","state":["IDLE"],"gres":"gpu:8","gres_used":"gpu:0"}],"errors":[]}`
+	if err := answer(one); err == nil || !strings.Contains(err.Error(), "missing: gpu02") {
+		t.Errorf("a shrunk list: poll error %v, want one naming gpu02", err)
+	}
+	if got := nodes(); !slices.Equal(got, want) {
+		t.Errorf("after one shrunk answer: snapshot %v, want the last good %v", got, want)
+	}
+	if err := answer(one); err != nil {
+		t.Errorf("the same shrunk list again: %v, want it taken", err)
+	}
+	if got := nodes(); !slices.Equal(got, []string{"gpu01=IDLE"}) {
+		t.Errorf("after two agreeing answers: snapshot %v, want gpu01 only", got)
+	}
+
+	// gpu02's reason is a number: only gpu02 is unreadable.
+	typed := `{"nodes":[{"name":"gpu01","state":["IDLE"],"gres":"gpu:8","gres_used":"gpu:0"},{"name":"gpu03","state":["IDLE"],"reason":17}],"errors":[]}`
+	if err := answer(typed); err != nil {
+		t.Fatalf("one node with a wrongly typed field: %v, want the others read", err)
+	}
+	snap, _, _ := cache.Snapshot()
+	view := NewView(cache, ViewConfig{MaxAge: time.Minute, UnhealthyStates: []string{"DRAIN"}, GRESName: "gpu"})
+	if n := snap.Nodes["gpu01"]; n == nil || view.Unhealthy(n) != "" {
+		t.Errorf("gpu01 = %+v, want read and healthy", n)
+	}
+	if n := snap.Nodes["gpu03"]; n == nil || view.Unhealthy(n) != UnreadableState || !strings.Contains(n.Reason, "could not read") {
+		t.Errorf("gpu03 = %+v, want kept as unreadable and unhealthy", n)
 	}
 }

@@ -13,11 +13,13 @@ import (
 // nodesResponse is the /nodes envelope of every supported version. Fields
 // that changed shape between versions are decoded by hand.
 type nodesResponse struct {
-	Nodes      []rawNode        `json:"nodes"`
-	LastUpdate flexNumber       `json:"last_update"`
-	Errors     []responseError  `json:"errors"`
-	Warnings   []responseError  `json:"warnings"`
-	Meta       *json.RawMessage `json:"meta"`
+	// Nodes are decoded one by one: one node with a field of the wrong
+	// type does not cost the others.
+	Nodes      []json.RawMessage `json:"nodes"`
+	LastUpdate flexNumber        `json:"last_update"`
+	Errors     []responseError   `json:"errors"`
+	Warnings   []responseError   `json:"warnings"`
+	Meta       *json.RawMessage  `json:"meta"`
 }
 
 type rawNode struct {
@@ -106,13 +108,30 @@ func decodeNodes(body []byte) (nodes []Node, lastUpdate int64, warnings []string
 	if err := dec.Decode(&resp); err != nil {
 		return nil, 0, nil, fmt.Errorf("decoding nodes response: %w", err)
 	}
+	if len(resp.Errors) > 0 {
+		// Whatever list came with it (often an empty one) is not the
+		// cluster's: the answer is a failed poll.
+		return nil, 0, nil, fmt.Errorf("slurmrestd answered with errors: %s", joinErrors(resp.Errors))
+	}
 	if resp.Nodes == nil {
-		if len(resp.Errors) > 0 {
-			return nil, 0, nil, fmt.Errorf("slurmrestd errors: %s", joinErrors(resp.Errors))
-		}
 		return nil, 0, nil, fmt.Errorf("decoding nodes response: no \"nodes\" field")
 	}
-	for _, rn := range resp.Nodes {
+	for i, raw := range resp.Nodes {
+		var rn rawNode
+		if err := json.Unmarshal(raw, &rn); err != nil {
+			var named struct {
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(raw, &named) != nil || named.Name == "" {
+				warnings = append(warnings, fmt.Sprintf("nodes[%d] could not be read and has no name; ignored: %v", i, err))
+				continue
+			}
+			// Fail safe for this node only: kept, and unhealthy.
+			warnings = append(warnings, fmt.Sprintf("node %s (nodes[%d]) could not be read; it is kept as unreadable: %v", named.Name, i, err))
+			nodes = append(nodes, Node{Name: named.Name, State: "UNKNOWN", Unreadable: true,
+				Reason: fmt.Sprintf("sluice could not read this node's entry: %v", err)})
+			continue
+		}
 		if rn.Name == "" {
 			warnings = append(warnings, "a node without a name was ignored")
 			continue

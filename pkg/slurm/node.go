@@ -50,7 +50,13 @@ type Node struct {
 	// GRES and GRESUsed are the configured and allocated generic resources.
 	GRES     []GRES
 	GRESUsed []GRES
+	// Unreadable: slurmrestd's entry for the node did not decode (a field
+	// of the wrong type); the node is unhealthy, the others are read.
+	Unreadable bool
 }
+
+// UnreadableState is what View.Unhealthy reports for an unreadable node.
+const UnreadableState = "UNREADABLE"
 
 // Has reports whether the node's base state or one of its flags is s
 // (upper case; MAINT and MAINTENANCE are the same).

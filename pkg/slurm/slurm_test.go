@@ -296,6 +296,65 @@ func TestExpandHostlist(t *testing.T) {
 	}
 }
 
+// TestTopologyFromTheLeavesUp: `scontrol show topology -o` lists every
+// node under each switch above its leaf too. A node belongs to the lowest
+// switch that lists it, whatever the switches are named (an upper switch
+// sorting before the leaves flattened the tree: every path [agg agg agg]);
+// a node under two switches neither below the other is an error naming
+// both, not silently the alphabetically first.
+func TestTopologyFromTheLeavesUp(t *testing.T) {
+	tests := map[string]struct {
+		conf string
+		want map[string][]string
+	}{
+		"agg above the leaves": {`SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu[01-02]
+SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=gpu[03-04]
+SwitchName=agg Level=1 LinkSpeed=1 Nodes=gpu[01-04] Switches=leaf[1-2]
+`, map[string][]string{"gpu01": {"leaf1", "agg", "agg"}, "gpu02": {"leaf1", "agg", "agg"}, "gpu03": {"leaf2", "agg", "agg"}, "gpu04": {"leaf2", "agg", "agg"}}},
+		"three tiers under core": {`SwitchName=core Level=2 LinkSpeed=1 Nodes=gpu[01-03] Switches=s[1-2]
+SwitchName=s1 Level=1 LinkSpeed=1 Nodes=gpu[01-02] Switches=l[1-2]
+SwitchName=s2 Level=1 LinkSpeed=1 Nodes=gpu03 Switches=l3
+SwitchName=l1 Level=0 LinkSpeed=1 Nodes=gpu01
+SwitchName=l2 Level=0 LinkSpeed=1 Nodes=gpu02
+SwitchName=l3 Level=0 LinkSpeed=1 Nodes=gpu03
+`, map[string][]string{"gpu01": {"l1", "s1", "core"}, "gpu02": {"l2", "s1", "core"}, "gpu03": {"l3", "s2", "core"}}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			topo, err := ParseTopologyConf(strings.NewReader(tt.conf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, topo.Paths(3)); diff != "" {
+				t.Errorf("paths (-want,+got):\n%s", diff)
+			}
+		})
+	}
+	_, err := ParseTopologyConf(strings.NewReader("SwitchName=leafA Nodes=gpu[01-02]\nSwitchName=leafB Nodes=gpu[02-03]\nSwitchName=top Switches=leafA,leafB\n"))
+	if err == nil || !strings.Contains(err.Error(), `"gpu02"`) || !strings.Contains(err.Error(), `"leafA"`) || !strings.Contains(err.Error(), `"leafB"`) {
+		t.Errorf("a node under two leaves: %v, want an error naming gpu02, leafA and leafB", err)
+	}
+}
+
+// TestTopologyContinuationLines: a long switch line continued with '\',
+// as large sites write topology.conf, with comments on the way.
+func TestTopologyContinuationLines(t *testing.T) {
+	conf := "SwitchName=leaf1 \\\n  Nodes=gpu[01-02] # the first rack\n" +
+		"SwitchName=leaf2 Nodes=gpu03,\\\ngpu04\n" +
+		"# the spine\nSwitchName=spine Switches=leaf[1-2]\n"
+	topo, err := ParseTopologyConf(strings.NewReader(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"gpu01": {"leaf1", "spine"}, "gpu02": {"leaf1", "spine"}, "gpu03": {"leaf2", "spine"}, "gpu04": {"leaf2", "spine"}}
+	if diff := cmp.Diff(want, topo.Paths(2)); diff != "" {
+		t.Errorf("paths (-want,+got):\n%s", diff)
+	}
+	if _, err := ParseTopologyConf(strings.NewReader("SwitchName=a \\\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a continuation at the end of the file: %v, want an error naming line 1", err)
+	}
+}
+
 func TestParseTopology(t *testing.T) {
 	conf := `# three tiers
 SwitchName=leaf1 Nodes=gpu[01-02] LinkSpeed=100

@@ -176,8 +176,12 @@ func (v *View) Managed(r Reading, node *v1.Node) bool {
 	return ok
 }
 
-// Unhealthy returns the first unhealthy state of a Slurm node, or "".
+// Unhealthy returns the first unhealthy state of a Slurm node, or "". A
+// node sluice could not read is unhealthy (UnreadableState).
 func (v *View) Unhealthy(n *Node) string {
+	if n.Unreadable {
+		return UnreadableState
+	}
 	for _, s := range v.cfg.UnhealthyStates {
 		if n.Has(s) {
 			return s
