@@ -58,7 +58,7 @@ func TestDefaults(t *testing.T) {
 		{"SlurmNodeState without Slurm states none", "SlurmNodeStateArgs", "", &config.SlurmNodeStateArgs{}},
 		{"a Slurm block with an endpoint", "SlurmNodeStateArgs", "slurm: {endpoint: unix:///run/slurmrestd.sock}\n", &config.SlurmNodeStateArgs{Slurm: &config.SlurmConfig{
 			Endpoint: "unix:///run/slurmrestd.sock", PollIntervalSeconds: 10, RequestTimeoutSeconds: 5, MaxStalenessSeconds: 60,
-			FailureMode: config.SlurmFailClosed, UnhealthyStates: []string{"DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "MAINTENANCE"},
+			FailureMode: config.SlurmFailClosed, UnhealthyStates: []string{"DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "MAINTENANCE", "BLOCKED", "PLANNED", "INVALID_REG", "REBOOT_REQUESTED", "REBOOT_ISSUED", "POWER_DOWN", "POWERING_DOWN", "POWERED_DOWN"},
 			SharedNodeLabel: "sluice.dev/slurm-shared", GRESName: "gpu",
 		}}},
 		{"InferencePacking states nothing by default", "InferencePackingArgs", "", &config.InferencePackingArgs{}},

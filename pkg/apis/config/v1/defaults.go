@@ -85,7 +85,7 @@ func SetDefaults_SlurmConfig(obj *SlurmConfig) {
 		obj.FailureMode = "Closed"
 	}
 	if obj.UnhealthyStates == nil {
-		obj.UnhealthyStates = []string{"DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "MAINTENANCE"}
+		obj.UnhealthyStates = []string{"DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "MAINTENANCE", "BLOCKED", "PLANNED", "INVALID_REG", "REBOOT_REQUESTED", "REBOOT_ISSUED", "POWER_DOWN", "POWERING_DOWN", "POWERED_DOWN"}
 	}
 	if obj.SharedNodeLabel == nil {
 		obj.SharedNodeLabel = ptr.To(DefaultSharedNodeLabel)

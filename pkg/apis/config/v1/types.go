@@ -119,7 +119,10 @@ type SlurmConfig struct {
 	// FailureMode is Closed (default) or Open.
 	FailureMode SlurmFailureMode `json:"failureMode,omitempty"`
 	// UnhealthyStates keep pods off a node. Default: DRAIN, DOWN, FAIL,
-	// NOT_RESPONDING, MAINTENANCE.
+	// NOT_RESPONDING, MAINTENANCE (broken), and BLOCKED, PLANNED,
+	// INVALID_REG, REBOOT_REQUESTED, REBOOT_ISSUED, POWER_DOWN, POWERING_DOWN,
+	// POWERED_DOWN (claimed by Slurm: a job planned there, a reboot or a
+	// power-down coming). REBOOT_CANCELED is not: no reboot follows.
 	UnhealthyStates []string `json:"unhealthyStates,omitempty"`
 	// NodeNameLabel is the node label with the Slurm node name. Default:
 	// empty, the node name.
