@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -249,9 +250,8 @@ func sameNodes(a, b *Snapshot) bool {
 		if !ok || x.StateString() != y.StateString() || x.Reason != y.Reason || x.Reservation != y.Reservation {
 			return false
 		}
-		xt, xu := x.GPUs("gpu")
-		yt, yu := y.GPUs("gpu")
-		if xt != yt || xu != yu {
+		// Every GRES, whatever gresName counts (gpu, shard, ...).
+		if x.Unreadable != y.Unreadable || !slices.Equal(x.GRES, y.GRES) || !slices.Equal(x.GRESUsed, y.GRESUsed) {
 			return false
 		}
 	}

@@ -418,3 +418,31 @@ func TestAnswersNotTakenAtFaceValue(t *testing.T) {
 		t.Errorf("gpu03 = %+v, want kept as unreadable and unhealthy", n)
 	}
 }
+
+// TestGRESChangesAreChanges: a change of any GRES is a change of the
+// snapshot, whatever gresName counts: with gresName shard, Slurm's jobs
+// taking shards were missed because only "gpu" was compared.
+func TestGRESChangesAreChanges(t *testing.T) {
+	fake := &fakeRestd{version: "v0.0.42", nodes: `[{"name":"gpu01","state":["MIXED"],"gres":"shard:8","gres_used":"shard:0"}]`, changedAt: 1000, lastUpdated: true}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, User: "root", TokenFile: writeToken(t, t.TempDir(), "t")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewCache(c, CacheConfig{Interval: time.Hour})
+	ctx := context.Background()
+	if err := cache.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	fake.nodes, fake.changedAt = `[{"name":"gpu01","state":["MIXED"],"gres":"shard:8","gres_used":"shard:6"}]`, 1010
+	fake.mu.Unlock()
+	if err := cache.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	snap, _, _ := cache.Snapshot()
+	if _, used := snap.Nodes["gpu01"].GPUs("shard"); used != 6 {
+		t.Errorf("shards in use after Slurm's jobs took 6: %d, want 6", used)
+	}
+}

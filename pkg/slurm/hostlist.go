@@ -18,29 +18,36 @@ const maxHostlist = 1 << 20
 // their lower bound; several bracket groups in one name multiply
 // ("r[1-2]n[1-2]" -> r1n1 r1n2 r2n1 r2n2).
 func ExpandHostlist(s string) ([]string, error) {
+	return expandHostlist(s, maxHostlist)
+}
+
+// expandHostlist expands s into at most room names.
+func expandHostlist(s string, room int) ([]string, error) {
 	var out []string
 	for _, item := range splitTopLevel(strings.TrimSpace(s), ',') {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
 		}
-		names, err := expandOne(item)
+		names, err := expandOne(item, room-len(out))
 		if err != nil {
 			return nil, fmt.Errorf("hostlist %q: %w", s, err)
 		}
 		out = append(out, names...)
-		if len(out) > maxHostlist {
-			return nil, fmt.Errorf("hostlist %q: more than %d names", s, maxHostlist)
-		}
 	}
 	return out, nil
 }
 
-func expandOne(item string) ([]string, error) {
+// expandOne expands one item into at most room names (the cap counts
+// every range and group of the whole hostlist, not each on its own).
+func expandOne(item string, room int) ([]string, error) {
 	open := strings.IndexByte(item, '[')
 	if open < 0 {
 		if strings.ContainsAny(item, "]") {
 			return nil, fmt.Errorf("%q: unbalanced bracket", item)
+		}
+		if room < 1 {
+			return nil, fmt.Errorf("%q: more than %d names in all", item, maxHostlist)
 		}
 		return []string{item}, nil
 	}
@@ -50,7 +57,7 @@ func expandOne(item string) ([]string, error) {
 	}
 	closing += open
 	prefix, ranges, rest := item[:open], item[open+1:closing], item[closing+1:]
-	suffixes, err := expandOne(rest)
+	suffixes, err := expandOne(rest, room)
 	if err != nil {
 		return nil, err
 	}
@@ -68,8 +75,8 @@ func expandOne(item string) ([]string, error) {
 		if err1 != nil || err2 != nil || a < 0 || b < a {
 			return nil, fmt.Errorf("%q: bad range %q", item, r)
 		}
-		if (b-a+1)*len(suffixes) > maxHostlist {
-			return nil, fmt.Errorf("%q: more than %d names", item, maxHostlist)
+		if b-a+1 > (room-len(out))/max(len(suffixes), 1) {
+			return nil, fmt.Errorf("%q: more than %d names in all", item, maxHostlist)
 		}
 		width := len(lo)
 		for i := a; i <= b; i++ {

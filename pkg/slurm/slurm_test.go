@@ -282,6 +282,7 @@ func TestExpandHostlist(t *testing.T) {
 		{in: "gpu[a-b]", wantErr: true},
 		{in: "gpu]", wantErr: true},
 		{in: "gpu[1-99999999]", wantErr: true},
+		{in: "gpu[0-600000,0-600000]", wantErr: true},
 	}
 	for _, tt := range tests {
 		got, err := ExpandHostlist(tt.in)
@@ -401,6 +402,8 @@ SwitchName=spine Level=1 LinkSpeed=1 Nodes=gpu[01-08] Switches=leaf[1-2]
 		"SwitchName=a Switches=b\nSwitchName=b Switches=a", // cycle
 		"SwitchName=a Nodes=x\nSwitchName=a Nodes=y",       // defined twice
 		"SwitchName=a garbage",                             // not KEY=VALUE
+		// Each line under the hostlist cap, the file over it.
+		"SwitchName=a Nodes=n[0-600000]\nSwitchName=b Nodes=m[0-600000]",
 	} {
 		if _, err := ParseTopologyConf(strings.NewReader(bad)); err == nil {
 			t.Errorf("ParseTopologyConf(%q) succeeded, want an error", bad)

@@ -37,6 +37,8 @@ func ParseTopologyConf(r io.Reader) (*Topology, error) {
 	t := &Topology{Switches: map[string]*Switch{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	// The hostlist cap counts every name of the file, not each line's.
+	room := maxHostlist
 	line, next := 0, 0
 	var pending strings.Builder
 	for sc.Scan() {
@@ -70,16 +72,18 @@ func ParseTopologyConf(r io.Reader) (*Topology, error) {
 			case "switchname":
 				sw.Name = value
 			case "nodes":
-				names, err := ExpandHostlist(value)
+				names, err := expandHostlist(value, room)
 				if err != nil {
 					return nil, fmt.Errorf("topology line %d: Nodes: %w", line, err)
 				}
+				room -= len(names)
 				sw.Nodes = append(sw.Nodes, names...)
 			case "switches":
-				names, err := ExpandHostlist(value)
+				names, err := expandHostlist(value, room)
 				if err != nil {
 					return nil, fmt.Errorf("topology line %d: Switches: %w", line, err)
 				}
+				room -= len(names)
 				sw.Switches = append(sw.Switches, names...)
 			}
 		}
