@@ -164,9 +164,14 @@ func (v *View) SlurmName(node *v1.Node) string {
 	return node.Name
 }
 
+// Labelled reports whether the node carries the managed-node label.
+func (v *View) Labelled(node *v1.Node) bool {
+	return v.cfg.ManagedNodeLabel != "" && node.Labels[v.cfg.ManagedNodeLabel] == "true"
+}
+
 // Managed reports whether Slurm manages the node, as far as r knows.
 func (v *View) Managed(r Reading, node *v1.Node) bool {
-	if v.cfg.ManagedNodeLabel != "" && node.Labels[v.cfg.ManagedNodeLabel] == "true" {
+	if v.Labelled(node) {
 		return true
 	}
 	if r.Snap == nil {
@@ -213,7 +218,8 @@ func (v *View) NodeExternal(node *v1.Node) (bool, map[v1.ResourceName]int64) {
 	}
 	n, ok := r.Snap.Nodes[v.SlurmName(node)]
 	if !ok {
-		return true, nil
+		// Labelled as Slurm's and not listed: unknown, not used.
+		return !v.Labelled(node), nil
 	}
 	if v.Unhealthy(n) != "" {
 		return false, nil

@@ -68,6 +68,13 @@ func (pl *SlurmNodeState) Filter(ctx context.Context, state fwk.CycleState, pod 
 	name := pl.view.SlurmName(node)
 	n, ok := s.Snap.Nodes[name]
 	if !ok {
+		if pl.view.Labelled(node) {
+			// Slurm's node, by its label, that Slurm's answer lacks: its
+			// state is unknown, so it is not used.
+			metrics.SlurmRejections.WithLabelValues("unlisted").Inc()
+			pl.rejected.Add(pod)
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: the node is labelled as Slurm's, and Slurm does not list %s", ReasonUnlisted, name))
+		}
 		return nil
 	}
 	if bad := pl.view.Unhealthy(n); bad != "" {

@@ -40,6 +40,9 @@ const (
 	ReasonGPUsHeld = "SlurmGPUsHeld"
 	// ReasonStale: Slurm's state is too old to trust (failing closed).
 	ReasonStale = "SlurmStateStale"
+	// ReasonUnlisted: the node is labelled as Slurm's, and Slurm's answer
+	// does not list it (failing closed for that node).
+	ReasonUnlisted = "SlurmNodeUnlisted"
 	// ReasonIgnored: a pod was bound without Slurm's state, which was too
 	// old to trust (failing open).
 	ReasonIgnored = "SlurmStateIgnored"

@@ -81,7 +81,7 @@ func newPlugin(t *testing.T, mode config.SlurmFailureMode, maxStaleness time.Dur
 	view := slurm.NewView(cache, slurm.ViewConfig{
 		MaxAge: maxStaleness, FailOpen: mode == config.SlurmFailOpen,
 		UnhealthyStates: []string{"DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "MAINTENANCE"},
-		NodeNameLabel:   "slurm.example/name", SharedNodeLabel: "sluice.dev/slurm-shared",
+		NodeNameLabel:   "slurm.example/name", SharedNodeLabel: "sluice.dev/slurm-shared", ManagedNodeLabel: "sluice.dev/slurm-managed",
 		GRESName: "gpu", GPUResource: "nvidia.com/gpu",
 	})
 	act := &activator{}
@@ -144,6 +144,10 @@ func TestFilter(t *testing.T) {
 		{name: "mapped by label", node: gpuNode("k8s-node-4", "slurm.example/name", "gpu04"), pod: gpuPod("1"),
 			want: `UnschedulableAndUnresolvable: SlurmNodeUnhealthy: Slurm node gpu04 is IDLE+DRAIN (reason: "maintenance")`},
 		{name: "not a Slurm node", node: gpuNode("cpu-only"), pod: gpuPod("1"), want: "Success"},
+		// An answer that lacks a node its label says is Slurm's (an empty
+		// list) does not make it schedulable.
+		{name: "labelled as Slurm's, not listed", node: gpuNode("gpu99", "sluice.dev/slurm-managed", "true"), pod: gpuPod("1"),
+			want: "UnschedulableAndUnresolvable: SlurmNodeUnlisted: the node is labelled as Slurm's, and Slurm does not list gpu99"},
 		// gpu01: Slurm jobs hold 2 of 8 GPUs.
 		{name: "shared node: 6 free of 8, pod needs 6", node: gpuNode("gpu01", shared...), pod: gpuPod("6"), want: "Success"},
 		{name: "shared node: 6 free of 8, pod needs 7", node: gpuNode("gpu01", shared...), pod: gpuPod("7"),
