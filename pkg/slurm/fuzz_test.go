@@ -65,6 +65,7 @@ func FuzzExpandHostlist(f *testing.F) {
 func FuzzParseTopologyConf(f *testing.F) {
 	f.Add("SwitchName=l1 Nodes=gpu[01-04]\nSwitchName=s Switches=l[1-1]\n")
 	f.Add("SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu[01-04]\n")
+	f.Add("BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-8]\nBlockSizes=4,8\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		topo, err := ParseTopologyConf(strings.NewReader(s))
 		if err == nil {

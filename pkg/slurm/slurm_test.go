@@ -356,6 +356,67 @@ func TestTopologyContinuationLines(t *testing.T) {
 	}
 }
 
+// TestBlockTopology: topology/block (NVL72 racks as blocks) becomes
+// levels: the blocks, then each aggregated block size over consecutive
+// blocks in the order they are defined, as Slurm aggregates them; the
+// same from `scontrol show topology` output (Slurm 24.11, as seen in
+// ../shared/reference/slurm-24.11/NOTES.md).
+func TestBlockTopology(t *testing.T) {
+	conf := `# four NVL racks of 4 nodes
+BlockName=block1 Nodes=gpu[01-04]
+BlockName=block2 Nodes=gpu[05-08]
+BlockName=block3 Nodes=gpu[09-12]
+BlockName=block4 Nodes=gpu[13-16]
+BlockSizes=4,8,16
+`
+	topo, err := ParseTopologyConf(strings.NewReader(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := topo.Paths(3)
+	for node, want := range map[string][]string{
+		"gpu01": {"block1", "block1-block2", "block1-block4"},
+		"gpu08": {"block2", "block1-block2", "block1-block4"},
+		"gpu09": {"block3", "block3-block4", "block1-block4"},
+	} {
+		if diff := cmp.Diff(want, paths[node]); diff != "" {
+			t.Errorf("%s (-want,+got):\n%s", node, diff)
+		}
+	}
+	scontrol := `BlockName=block1 BlockIndex=0 Nodes=gpu[01-04] BlockSize=4
+BlockName=block2 BlockIndex=1 Nodes=gpu[05-08] BlockSize=4
+AggregatedBlock=block[1-2] BlockIndex=0 Nodes=gpu[01-08] BlockSize=8
+`
+	topo, err = ParseTopologyConf(strings.NewReader(scontrol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"block2", "block1-block2"}, topo.Paths(2)["gpu05"]); diff != "" {
+		t.Errorf("scontrol gpu05 (-want,+got):\n%s", diff)
+	}
+	// Sizes beyond what the blocks make add no level.
+	topo, err = ParseTopologyConf(strings.NewReader("BlockName=r1 Nodes=n[1-2]\nBlockName=r2 Nodes=n[3-4]\nBlockName=r3 Nodes=n[5-6]\nBlockSizes=2,4,8,16"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]string{"n1": {"r1", "r1-r2", "r1-r3"}, "n5": {"r3", "r3@4", "r1-r3"}},
+		map[string][]string{"n1": topo.Paths(3)["n1"], "n5": topo.Paths(3)["n5"]}); diff != "" {
+		t.Errorf("three blocks, sizes to 16 (-want,+got):\n%s", diff)
+	}
+	for _, bad := range []string{
+		"SwitchName=s Nodes=a\nBlockName=b Nodes=c", // tree and block in one file
+		"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,6", // not a multiple
+		"BlockName=b1 Nodes=n[1-4]\nBlockSizes=2",   // base smaller than a block
+		"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,x", // not a number
+		"BlockSizes=4", // no blocks
+		"BlockName=b1 Nodes=n[1-4]\nBlockName=b1 Nodes=n[5-8]", // defined twice
+	} {
+		if _, err := ParseTopologyConf(strings.NewReader(bad)); err == nil {
+			t.Errorf("ParseTopologyConf(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
 func TestParseTopology(t *testing.T) {
 	conf := `# three tiers
 SwitchName=leaf1 Nodes=gpu[01-02] LinkSpeed=100

@@ -7,7 +7,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -28,17 +30,22 @@ type Topology struct {
 	parent map[string]string
 }
 
-// ParseTopologyConf parses topology.conf (topology/tree) or the output of
-// `scontrol show topology -o` (one switch per line, with Level= and
-// LinkSpeed=, which are ignored): lines of KEY=VALUE pairs with SwitchName=
-// and Nodes= and/or Switches=, '#' comments, a '\' at the end of a line
-// continuing it, case-insensitive keys. Errors name the line.
+// ParseTopologyConf parses topology.conf (topology/tree or topology/block)
+// or the output of `scontrol show topology -o` (one switch or block per
+// line, with Level=, LinkSpeed= and BlockIndex=, which are ignored): lines
+// of KEY=VALUE pairs with SwitchName= and Nodes= and/or Switches=, or
+// BlockName= and Nodes= with one BlockSizes= line (aggregated blocks
+// become the levels above the blocks, see aggregate), '#' comments, a '\'
+// at the end of a line continuing it, case-insensitive keys. Errors name
+// the line.
 func ParseTopologyConf(r io.Reader) (*Topology, error) {
 	t := &Topology{Switches: map[string]*Switch{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	// The hostlist cap counts every name of the file, not each line's.
 	room := maxHostlist
+	var blocks blockFile
+	trees := false
 	line, next := 0, 0
 	var pending strings.Builder
 	for sc.Scan() {
@@ -63,14 +70,29 @@ func ParseTopologyConf(r io.Reader) (*Topology, error) {
 			continue
 		}
 		sw := &Switch{}
+		kind := ""
 		for _, field := range strings.Fields(text) {
 			key, value, ok := strings.Cut(field, "=")
 			if !ok {
 				return nil, fmt.Errorf("topology line %d: %q is not KEY=VALUE", line, field)
 			}
-			switch strings.ToLower(key) {
-			case "switchname":
+			key = strings.ToLower(key)
+			if kind == "" {
+				kind = key
+			}
+			switch key {
+			case "switchname", "blockname", "aggregatedblock":
 				sw.Name = value
+			case "blocksizes", "blocksize":
+				sizes, err := blockSizes(value)
+				if err != nil {
+					return nil, fmt.Errorf("topology line %d: %s: %w", line, key, err)
+				}
+				if key == "blocksizes" {
+					blocks.sizes = sizes
+				} else {
+					blocks.seen = append(blocks.seen, sizes...)
+				}
 			case "nodes":
 				names, err := expandHostlist(value, room)
 				if err != nil {
@@ -87,11 +109,26 @@ func ParseTopologyConf(r io.Reader) (*Topology, error) {
 				sw.Switches = append(sw.Switches, names...)
 			}
 		}
-		if sw.Name == "" {
-			return nil, fmt.Errorf("topology line %d: no SwitchName", line)
+		switch kind {
+		case "blocksizes":
+			continue
+		case "aggregatedblock":
+			continue // `scontrol show topology` output: rebuilt from the sizes
+		case "blockname":
+			if len(sw.Switches) > 0 {
+				return nil, fmt.Errorf("topology line %d: block %q lists switches", line, sw.Name)
+			}
+			blocks.names = append(blocks.names, sw.Name)
+		case "switchname":
+			trees = true
+		default:
+			return nil, fmt.Errorf("topology line %d: no SwitchName or BlockName", line)
+		}
+		if trees && len(blocks.names) > 0 {
+			return nil, fmt.Errorf("topology line %d: switches (topology/tree) and blocks (topology/block) in one file", line)
 		}
 		if _, dup := t.Switches[sw.Name]; dup {
-			return nil, fmt.Errorf("topology line %d: switch %q defined twice", line, sw.Name)
+			return nil, fmt.Errorf("topology line %d: %s %q defined twice", line, map[bool]string{true: "block", false: "switch"}[kind == "blockname"], sw.Name)
 		}
 		t.Switches[sw.Name] = sw
 	}
@@ -101,7 +138,99 @@ func ParseTopologyConf(r io.Reader) (*Topology, error) {
 	if pending.Len() > 0 {
 		return nil, fmt.Errorf("topology line %d: continued (\\) at the end of the file", line)
 	}
+	if len(blocks.names) > 0 {
+		if err := t.aggregate(blocks); err != nil {
+			return nil, err
+		}
+	} else if blocks.sizes != nil {
+		return nil, fmt.Errorf("topology: BlockSizes without any BlockName")
+	}
 	return t, t.check()
+}
+
+// blockFile is what a topology/block file says.
+type blockFile struct {
+	names []string // base blocks, in the order defined (Slurm's order)
+	sizes []int    // BlockSizes, in nodes
+	seen  []int    // BlockSize= of `scontrol show topology` lines
+}
+
+func blockSizes(value string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(value, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive number of nodes", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// aggregate turns blocks into the switch tree the rest reads: each base
+// block a leaf switch; each larger block size (BlockSizes, in nodes) a
+// level of switches over consecutive blocks of the level below, in the
+// order the blocks are defined, as Slurm aggregates them (BlockSizes=4,8
+// over blocks of 4 nodes: block1 and block2 make one 8-node block, named
+// "block1-block2"; a block left alone at a size is its own block there,
+// named with the size, "block3@8"). Without BlockSizes, every block stands
+// alone.
+func (t *Topology) aggregate(b blockFile) error {
+	sizes := b.sizes
+	if sizes == nil && len(b.seen) > 0 {
+		sizes = slices.Compact(slices.Sorted(slices.Values(b.seen)))
+	}
+	base := 0
+	for _, name := range b.names {
+		base = max(base, len(t.Switches[name].Nodes))
+	}
+	if len(sizes) == 0 {
+		return nil
+	}
+	if !slices.IsSorted(sizes) || slices.Contains(sizes[1:], sizes[0]) {
+		return fmt.Errorf("topology: BlockSizes %v must grow", sizes)
+	}
+	if sizes[0] < base {
+		return fmt.Errorf("topology: the base block size %d is smaller than the %d nodes of the largest block", sizes[0], base)
+	}
+	type span struct{ name, first, last string } // first and last base block
+	level := make([]span, len(b.names))
+	for i, n := range b.names {
+		level[i] = span{n, n, n}
+	}
+	for i := 1; i < len(sizes); i++ {
+		if sizes[i]%sizes[i-1] != 0 {
+			return fmt.Errorf("topology: block size %d is not a multiple of %d", sizes[i], sizes[i-1])
+		}
+	}
+	for i := 1; i < len(sizes) && len(level) > 1; i++ { // sizes past the whole add nothing
+		k := sizes[i] / sizes[i-1]
+		var next []span
+		for j := 0; j < len(level); j += k {
+			group := level[j:min(j+k, len(level))]
+			agg := span{first: group[0].first, last: group[len(group)-1].last}
+			agg.name = agg.first + "-" + agg.last
+			if agg.first == agg.last {
+				agg.name = agg.first
+			}
+			if _, taken := t.Switches[agg.name]; taken {
+				// The same blocks as a level below (a block that stands
+				// alone at this size): named with the size.
+				agg.name += "@" + strconv.Itoa(sizes[i])
+			}
+			if _, dup := t.Switches[agg.name]; dup {
+				return fmt.Errorf("topology: aggregated block %q is also a block's name", agg.name)
+			}
+			sw := &Switch{Name: agg.name}
+			for _, g := range group {
+				sw.Switches = append(sw.Switches, g.name)
+			}
+			t.Switches[agg.name] = sw
+			next = append(next, agg)
+		}
+		level = next
+	}
+	return nil
 }
 
 // check rejects references to undefined switches and cycles, and finds
