@@ -109,6 +109,9 @@ func ParseTopologyConf(r io.Reader) (*Topology, error) {
 				sw.Switches = append(sw.Switches, names...)
 			}
 		}
+		if sw.Name == "" && kind != "blocksizes" {
+			return nil, fmt.Errorf("topology line %d: no SwitchName or BlockName", line)
+		}
 		switch kind {
 		case "blocksizes":
 			continue
