@@ -4,6 +4,8 @@
 package provider
 
 import (
+	"fmt"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
@@ -24,7 +26,7 @@ type PortablePod struct {
 // too; what cannot go fails with ErrUnsupported naming the field.
 func Portable(pod *v1.Pod, carries offer.Carries) (*PortablePod, error) {
 	if err := offer.Portable(pod, carries); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %s", ErrUnsupported, offer.Why(err))
 	}
 	out := &PortablePod{}
 	dropped := map[string]bool{}

@@ -105,7 +105,7 @@ var ErrNotFound = errors.New("remote workload not found")
 // ErrUnsupported is wrapped by Create for a pod the provider cannot run
 // as written (e.g. a volume type it has no equivalent for); dispatch does
 // not retry such a pod elsewhere without telling the user why.
-var ErrUnsupported = offer.ErrNotPortable
+var ErrUnsupported = errors.New("not supported by the provider")
 
 // IDPrefix starts every id.
 const IDPrefix = "sluice-"

@@ -86,12 +86,11 @@ func (p *Provider) Create(ctx context.Context, id string, pod *v1.Pod) error {
 	return err
 }
 
-// carries is what the provider carries: scratch space, nothing of the
+// Carries is what the provider carries: scratch space, nothing of the
 // home cluster's.
-var carries = offer.Carries{Volumes: []string{"emptyDir"}}
+func (p *Provider) Carries() offer.Carries { return carries() }
 
-// Carries is what the provider carries.
-func (p *Provider) Carries() offer.Carries { return carries }
+func carries() offer.Carries { return offer.Carries{Volumes: []string{"emptyDir"}} }
 
 // Delete deletes the remote pod.
 func (p *Provider) Delete(ctx context.Context, id string) error {
@@ -251,7 +250,7 @@ func messageOf(pod *v1.Pod) string {
 // out; what cannot be carried over fails with provider.ErrUnsupported
 // naming the field (provider.Portable).
 func RemotePod(id, node, namespace string, pod *v1.Pod) (*v1.Pod, error) {
-	p, err := provider.Portable(pod, carries)
+	p, err := provider.Portable(pod, carries())
 	if err != nil {
 		return nil, err
 	}
