@@ -169,8 +169,9 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 		if err != nil {
 			reason := "error"
 			if errors.Is(err, provider.ErrUnsupported) {
+				// Refused now (a remote admission or quota answer may
+				// clear): the dispatch timeout decides, not this.
 				reason = "unsupported"
-				cannot++
 			}
 			metrics.DispatchFailures.WithLabelValues(m.Config.Name, reason).Inc()
 			reasons = append(reasons, fmt.Sprintf("%s: %v", m.Config.Name, err))
@@ -215,9 +216,15 @@ func (n *Node) candidates(pod *v1.Pod) ([]*Member, []string, int) {
 	var skipped []string
 	cannot := 0
 	for _, m := range n.members {
-		if err := offer.Portable(pod, m.Provider.Carries()); err != nil {
+		carries := m.Provider.Carries()
+		never := offer.Portable(pod, carries)
+		if never == nil && m.capacity != nil {
+			// Its whole capacity, once known, can never hold a bigger pod.
+			never = offer.Provider{Name: m.Config.Name, Capacity: m.capacity, Carries: &carries}.CanRun(pod)
+		}
+		if never != nil {
 			metrics.DispatchFailures.WithLabelValues(m.Config.Name, "unsupported").Inc()
-			skipped = append(skipped, fmt.Sprintf("%s: %s", m.Config.Name, offer.Why(err)))
+			skipped = append(skipped, fmt.Sprintf("%s: %s", m.Config.Name, strings.TrimPrefix(offer.Why(never), "provider "+m.Config.Name+": ")))
 			cannot++
 			continue
 		}

@@ -198,12 +198,12 @@ func TestDispatchOrderAndRoom(t *testing.T) {
 	if diff := cmp.Diff([]string{"a", "a", "c", "c", "b"}, got); diff != "" {
 		t.Errorf("dispatch order (-want,+got):\n%s", diff)
 	}
-	// b has 3 GPUs left: a 4-GPU pod fits nowhere, and the error says why
-	// for every provider.
+	// b has 3 GPUs left: a 4-GPU pod fits nowhere now, and the error says
+	// why for every provider (a and c are smaller than it in all).
 	big := f.addPod(t, "big", 4)
 	err := f.node.CreatePod(ctx, big)
-	if err == nil || !strings.Contains(err.Error(), "a: no room (needs 4 nvidia.com/gpu, 0 free)") || !strings.Contains(err.Error(), "b: no room (needs 4 nvidia.com/gpu, 3 free)") {
-		t.Errorf("CreatePod big = %v, want no room at a (0 free) and b (3 free)", err)
+	if err == nil || !strings.Contains(err.Error(), "a: the pod requests 4 nvidia.com/gpu, more than the provider's 2 in all") || !strings.Contains(err.Error(), "b: no room (needs 4 nvidia.com/gpu, 3 free)") {
+		t.Errorf("CreatePod big = %v, want a too small and no room at b (3 free)", err)
 	}
 }
 
@@ -336,17 +336,16 @@ func TestProviderDown(t *testing.T) {
 }
 
 // TestPodNoProviderCanRunIsFailed: a pod bound here that no provider can
-// run as written (one refuses what it does not carry, the other refuses
-// it at Create) is failed at once, so its controller replaces it, instead
-// of staying bound and pending for good.
+// ever run as written (one does not carry the Secret it reads, the other
+// is smaller than the pod in all) is failed at once, so its controller
+// replaces it, instead of staying bound and pending for good.
 func TestPodNoProviderCanRunIsFailed(t *testing.T) {
-	plain, remote := newFake("8"), newFake("8")
-	remote.carries = offer.Carries{Secrets: true}
-	remote.refuse = fmt.Errorf("%w: remote cluster refused pod: admission", provider.ErrUnsupported)
-	f := newFixture(t, member("plain", 0, 0, plain), member("remote", 1, 0, remote))
+	plain, small := newFake("8"), newFake("1")
+	small.carries = offer.Carries{Secrets: true}
+	f := newFixture(t, member("plain", 0, 0, plain), member("small", 1, 0, small))
 	ctx := context.Background()
 	f.node.Reconcile(ctx)
-	pod := f.addPod(t, "llm-0", 1)
+	pod := f.addPod(t, "llm-0", 2)
 	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "HF_TOKEN", ValueFrom: &v1.EnvVarSource{
 		SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "hf"}, Key: "token"}}}}
 	if err := f.pods.Update(pod); err != nil {
@@ -354,12 +353,35 @@ func TestPodNoProviderCanRunIsFailed(t *testing.T) {
 	}
 	_ = f.node.CreatePod(ctx, pod)
 	st := f.statuses["llm-0"]
-	if st.Phase != v1.PodFailed || st.Reason != ReasonCannotRun || !strings.Contains(st.Message, "env HF_TOKEN refers to Secret hf") ||
-		!strings.Contains(st.Message, "remote cluster refused pod") {
+	if st.Phase != v1.PodFailed || st.Reason != ReasonCannotRun || !strings.Contains(st.Message, "plain: spec.containers[0] (c): env HF_TOKEN refers to Secret hf") ||
+		!strings.Contains(st.Message, "small: the pod requests 2 nvidia.com/gpu, more than the provider's 1 in all") {
 		t.Errorf("pod no provider can run: phase %q reason %q message %q; want Failed %s naming both providers' reasons", st.Phase, st.Reason, st.Message, ReasonCannotRun)
 	}
-	if plain.creates != 0 {
-		t.Errorf("a provider that does not carry Secrets was asked to create the pod")
+	if plain.creates+small.creates != 0 {
+		t.Errorf("a provider that cannot run the pod was asked to create it")
+	}
+}
+
+// TestRefusedAtCreateWaitsForTheTimeout: a provider that refuses a pod at
+// Create (a remote admission or quota answer, which may clear) does not
+// get it failed at once; the dispatch timeout does.
+func TestRefusedAtCreateWaitsForTheTimeout(t *testing.T) {
+	p := newFake("8")
+	p.refuse = fmt.Errorf("%w: remote cluster refused pod: exceeded quota", provider.ErrUnsupported)
+	f := newFixture(t, member("remote", 0, 0, p))
+	ctx := context.Background()
+	f.node.Reconcile(ctx)
+	if err := f.node.CreatePod(ctx, f.addPod(t, "llm-0", 1)); err == nil || !strings.Contains(err.Error(), "exceeded quota") {
+		t.Fatalf("CreatePod = %v, want the refusal", err)
+	}
+	f.node.Reconcile(ctx)
+	if st := f.statuses["llm-0"]; st.Phase == v1.PodFailed {
+		t.Fatalf("a pod refused at Create was failed at once (%s)", st.Reason)
+	}
+	f.clock = f.clock.Add(DefaultDispatchTimeout)
+	f.node.Reconcile(ctx)
+	if st := f.statuses["llm-0"]; st.Phase != v1.PodFailed || st.Reason != ReasonDispatchTimeout {
+		t.Errorf("after the dispatch timeout: phase %q reason %q, want Failed %s", st.Phase, st.Reason, ReasonDispatchTimeout)
 	}
 }
 

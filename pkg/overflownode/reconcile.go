@@ -273,6 +273,9 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 func (n *Node) undispatchedFor(pod *v1.Pod, now time.Time) time.Duration {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.workloads[pod.UID] != nil {
+		return 0 // dispatched since this reconcile listed the providers
+	}
 	since, ok := n.waiting[pod.UID]
 	if !ok {
 		since = now

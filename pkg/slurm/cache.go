@@ -57,9 +57,10 @@ type Cache struct {
 	// poll state, used only by the polling goroutine
 	updateTime int64
 	polls      int
-	// shrunk names the nodes the last answer lacked that the snapshot
-	// has, while that shrink waits for a second answer to agree.
-	shrunk string
+	// missing are the nodes of the snapshot the last answer lacked;
+	// refusedShrink: the last answer was refused for lacking some.
+	missing       map[string]bool
+	refusedShrink bool
 }
 
 // NewCache builds a cache; Run starts polling.
@@ -201,12 +202,16 @@ func (c *Cache) Poll(ctx context.Context) error {
 	return nil
 }
 
-// checkShrink refuses an answer that lacks nodes the snapshot has, until
-// a second answer in a row lacks the same ones: slurmrestd does not say
-// when a node is deleted, and a list that shrinks at once (an empty list
-// from a slurmctld that is restarting, a truncated answer) is far likelier
-// a bad answer than a deletion. Refused, it is a failed poll: the last
-// good snapshot stays and ages.
+// checkShrink refuses an answer that lacks nodes the snapshot has and the
+// answer before did not lack: slurmrestd does not say when a node is
+// deleted, and a list that shrinks at once (an empty list from a
+// slurmctld that is restarting, a truncated answer) is far likelier a bad
+// answer than a deletion. Refused, it is a failed poll: the last good
+// snapshot stays and ages. A node is taken as gone once two answers in a
+// row lack it. So that nodes deleted one poll after another (a scale-in)
+// cannot fail every poll, an answer right after a refused one is taken,
+// with the nodes it newly lacks kept as last seen (they go at the next
+// answer that lacks them too).
 func (c *Cache) checkShrink(snap *Snapshot) error {
 	c.mu.RLock()
 	prev := c.snap
@@ -214,26 +219,34 @@ func (c *Cache) checkShrink(snap *Snapshot) error {
 	if prev == nil {
 		return nil
 	}
-	var missing []string
+	var missing, unconfirmed []string
 	for name := range prev.Nodes {
 		if _, ok := snap.Nodes[name]; !ok {
 			missing = append(missing, name)
+			if !c.missing[name] {
+				unconfirmed = append(unconfirmed, name)
+			}
 		}
 	}
-	if len(missing) == 0 {
-		c.shrunk = ""
+	refusedLast := c.refusedShrink
+	c.missing, c.refusedShrink = map[string]bool{}, false
+	for _, name := range missing {
+		c.missing[name] = true
+	}
+	switch {
+	case len(unconfirmed) == 0:
+		return nil
+	case refusedLast:
+		for _, name := range unconfirmed {
+			snap.Nodes[name] = prev.Nodes[name]
+		}
 		return nil
 	}
-	sort.Strings(missing)
-	key := strings.Join(missing, ",")
-	if key == c.shrunk {
-		c.shrunk = ""
-		return nil // two answers in a row agree: the nodes are gone
-	}
-	c.shrunk = key
-	shown := missing
+	c.refusedShrink = true
+	sort.Strings(unconfirmed)
+	shown := unconfirmed
 	if len(shown) > 5 {
-		shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(missing)-5))
+		shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(unconfirmed)-5))
 	}
 	return &RequestError{Kind: ErrKindGarbage, Err: fmt.Errorf("slurmrestd listed %d nodes where the last good answer had %d (missing: %s); taken as a bad answer until the next one agrees",
 		len(snap.Nodes), len(prev.Nodes), strings.Join(shown, ", "))}

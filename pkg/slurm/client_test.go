@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -404,8 +405,34 @@ func TestAnswersNotTakenAtFaceValue(t *testing.T) {
 		t.Errorf("after two agreeing answers: snapshot %v, want gpu01 only", got)
 	}
 
+	// Nodes deleted one poll after another (a scale-in) never fail two
+	// polls in a row: each node goes once two answers lack it.
+	list := func(names ...string) string {
+		var items []string
+		for _, n := range names {
+			items = append(items, `{"name":"`+n+`","state":["IDLE"]}`)
+		}
+		return `{"nodes":[` + strings.Join(items, ",") + `],"errors":[]}`
+	}
+	if err := answer(list("gpu01", "n1", "n2", "n3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := answer(list("gpu01", "n1", "n2", "n3")); err != nil {
+		t.Fatal(err)
+	}
+	results := []bool{}
+	for _, body := range []string{list("n1", "n2", "n3"), list("n2", "n3"), list("n3"), list("n3")} {
+		results = append(results, answer(body) == nil)
+	}
+	if diff := cmp.Diff([]bool{false, true, false, true}, results); diff != "" {
+		t.Errorf("polls taken during a scale-in (-want,+got):\n%s", diff)
+	}
+	if got := nodes(); !slices.Equal(got, []string{"n3=IDLE"}) {
+		t.Errorf("after the scale-in: snapshot %v, want n3 only", got)
+	}
+
 	// gpu02's reason is a number: only gpu02 is unreadable.
-	typed := `{"nodes":[{"name":"gpu01","state":["IDLE"],"gres":"gpu:8","gres_used":"gpu:0"},{"name":"gpu03","state":["IDLE"],"reason":17}],"errors":[]}`
+	typed := `{"nodes":[{"name":"gpu01","state":["IDLE"],"gres":"gpu:8","gres_used":"gpu:0"},{"name":"gpu03","state":["IDLE"],"reason":17},{"name":"n3","state":["IDLE"]}],"errors":[]}`
 	if err := answer(typed); err != nil {
 		t.Fatalf("one node with a wrongly typed field: %v, want the others read", err)
 	}

@@ -75,7 +75,7 @@ func expandOne(item string, room int) ([]string, error) {
 		if err1 != nil || err2 != nil || a < 0 || b < a {
 			return nil, fmt.Errorf("%q: bad range %q", item, r)
 		}
-		if b-a+1 > (room-len(out))/max(len(suffixes), 1) {
+		if b-a >= (room-len(out))/max(len(suffixes), 1) { // b-a+1 names; b-a cannot overflow
 			return nil, fmt.Errorf("%q: more than %d names in all", item, maxHostlist)
 		}
 		width := len(lo)

@@ -283,6 +283,7 @@ func TestExpandHostlist(t *testing.T) {
 		{in: "gpu]", wantErr: true},
 		{in: "gpu[1-99999999]", wantErr: true},
 		{in: "gpu[0-600000,0-600000]", wantErr: true},
+		{in: "n[0-9223372036854775807]", wantErr: true}, // b-a+1 overflows
 	}
 	for _, tt := range tests {
 		got, err := ExpandHostlist(tt.in)
@@ -404,10 +405,11 @@ AggregatedBlock=block[1-2] BlockIndex=0 Nodes=gpu[01-08] BlockSize=8
 		t.Errorf("three blocks, sizes to 16 (-want,+got):\n%s", diff)
 	}
 	for _, bad := range []string{
-		"SwitchName=s Nodes=a\nBlockName=b Nodes=c", // tree and block in one file
-		"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,6", // not a multiple
-		"BlockName=b1 Nodes=n[1-4]\nBlockSizes=2",   // base smaller than a block
-		"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,x", // not a number
+		"SwitchName=s Nodes=a\nBlockName=b Nodes=c",   // tree and block in one file
+		"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,6",   // not a multiple
+		"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,8,8", // does not grow
+		"BlockName=b1 Nodes=n[1-4]\nBlockSizes=2",     // base smaller than a block
+		"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,x",   // not a number
 		"BlockSizes=4", // no blocks
 		"BlockName=b1 Nodes=n[1-4]\nBlockName=b1 Nodes=n[5-8]", // defined twice
 	} {

@@ -190,8 +190,10 @@ func (t *Topology) aggregate(b blockFile) error {
 	if len(sizes) == 0 {
 		return nil
 	}
-	if !slices.IsSorted(sizes) || slices.Contains(sizes[1:], sizes[0]) {
-		return fmt.Errorf("topology: BlockSizes %v must grow", sizes)
+	for i := 1; i < len(sizes); i++ {
+		if sizes[i] <= sizes[i-1] {
+			return fmt.Errorf("topology: BlockSizes %v must grow", sizes)
+		}
 	}
 	if sizes[0] < base {
 		return fmt.Errorf("topology: the base block size %d is smaller than the %d nodes of the largest block", sizes[0], base)

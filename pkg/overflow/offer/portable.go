@@ -30,6 +30,10 @@ type Carries struct {
 	Secrets bool `json:"secrets,omitempty"`
 	// ConfigMaps: environment from home ConfigMaps is carried.
 	ConfigMaps bool `json:"configMaps,omitempty"`
+	// ResourceEnv: environment from the container's own resources
+	// (valueFrom.resourceFieldRef) is carried (it resolves the same
+	// remotely when the remote side is Kubernetes).
+	ResourceEnv bool `json:"resourceEnv,omitempty"`
 }
 
 func (c Carries) volume(typ string) bool {
@@ -141,8 +145,11 @@ func portableContainer(where string, c *v1.Container, carries Carries) error {
 	for _, env := range c.Env {
 		from := env.ValueFrom
 		switch {
-		case from == nil, from.ResourceFieldRef != nil:
-			// A literal, or the same resources requested remotely.
+		case from == nil:
+		case from.ResourceFieldRef != nil:
+			if !carries.ResourceEnv {
+				return fmt.Errorf("%w: %s: env %s refers to the container's resources (resourceFieldRef), which are not carried", ErrNotPortable, where, env.Name)
+			}
 		case from.FieldRef != nil:
 			if _, ok := FieldValue(&v1.Pod{}, from.FieldRef.FieldPath); !ok {
 				return fmt.Errorf("%w: %s: env %s refers to field %s, which has no remote equivalent", ErrNotPortable, where, env.Name, from.FieldRef.FieldPath)

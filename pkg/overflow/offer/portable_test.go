@@ -27,6 +27,11 @@ func secretEnv(p *v1.Pod) {
 		SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "hf"}, Key: "token"}}})
 }
 
+func resourceEnv(p *v1.Pod) {
+	p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, v1.EnvVar{Name: "LIMIT", ValueFrom: &v1.EnvVarSource{
+		ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.memory"}}})
+}
+
 // TestPortable is the table of what a provider can carry, with the field
 // each refusal names.
 func TestPortable(t *testing.T) {
@@ -48,6 +53,8 @@ func TestPortable(t *testing.T) {
 		{"host IP has no remote equivalent", podWith(func(p *v1.Pod) {
 			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "HOST", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.hostIP"}}}}
 		}), Carries{}, "spec.containers[0] (vllm): env HOST refers to field status.hostIP"},
+		{"env from the container's resources where not carried", podWith(resourceEnv), Carries{}, "env LIMIT refers to the container's resources"},
+		{"env from the container's resources where carried", podWith(resourceEnv), Carries{ResourceEnv: true}, ""},
 		{"secret env", podWith(secretEnv), scratch, "spec.containers[0] (vllm): env HF_TOKEN refers to Secret hf, and Secrets are not carried"},
 		{"secret env where Secrets are carried", podWith(secretEnv), Carries{Secrets: true}, ""},
 		{"configMap envFrom in an init container", podWith(func(p *v1.Pod) {

@@ -86,11 +86,11 @@ func (p *Provider) Create(ctx context.Context, id string, pod *v1.Pod) error {
 	return err
 }
 
-// Carries is what the provider carries: scratch space, nothing of the
-// home cluster's.
+// Carries is what the provider carries: scratch space and env from the
+// container's own resources, nothing of the home cluster's.
 func (p *Provider) Carries() offer.Carries { return carries() }
 
-func carries() offer.Carries { return offer.Carries{Volumes: []string{"emptyDir"}} }
+func carries() offer.Carries { return offer.Carries{Volumes: []string{"emptyDir"}, ResourceEnv: true} }
 
 // Delete deletes the remote pod.
 func (p *Provider) Delete(ctx context.Context, id string) error {
