@@ -24,6 +24,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-sched/sluice/internal/benchfmt"
 )
 
 func main() {
@@ -214,24 +216,11 @@ type Run struct {
 	Pods       int     `json:"pods"`
 	// Placement is how widely the gangs of each size were spread
 	// (FabricGangs only: the bench's sluice-placement.json).
-	Placement []GangSpread `json:"placement,omitempty"`
+	Placement []benchfmt.GangSpread `json:"placement,omitempty"`
 	// Claim figures (ResearchClaim only).
 	ClaimSeconds float64 `json:"claimSeconds,omitempty"`
 	Victims      float64 `json:"victims,omitempty"`
 	Waves        float64 `json:"waves,omitempty"`
-}
-
-// GangSpread is the placement of one workload's gangs of one size, as the
-// bench records it: mean leaves and spines spanned, the mean of each gang's
-// lower bound (the fewest leaves that could have held it then), and how many
-// gangs were at their bound.
-type GangSpread struct {
-	Nodes      int     `json:"nodes"`
-	Gangs      int     `json:"gangs"`
-	Leaves     float64 `json:"leaves"`
-	Spines     float64 `json:"spines"`
-	LowerBound float64 `json:"lowerBound"`
-	AtBound    int     `json:"atBound"`
 }
 
 // Stat is the median and range of one figure over the repetitions.
@@ -307,35 +296,18 @@ type Row struct {
 type Report struct {
 	// Source is the scheduler_perf JSON the report was read from (its
 	// name), Run what the bench said about the run.
-	Source string   `json:"source"`
-	Run    *RunInfo `json:"run,omitempty"`
-	Rows   []Row    `json:"rows"`
+	Source string            `json:"source"`
+	Run    *benchfmt.RunInfo `json:"run,omitempty"`
+	Rows   []Row             `json:"rows"`
 	// Plugins are sluice's plugin names (the bench's sluice-plugins.json),
 	// whose latencies the report lists.
 	Plugins []string `json:"sluicePlugins,omitempty"`
-}
-
-// RunInfo is the bench's sluice-run.json: commit, machine, command.
-type RunInfo struct {
-	Commit    string   `json:"commit"`
-	Date      string   `json:"date"`
-	CPUs      int      `json:"cpus"`
-	MemoryGiB float64  `json:"memoryGiB"`
-	Go        string   `json:"go"`
-	Kernel    string   `json:"kernel"`
-	Args      []string `json:"args"`
 }
 
 type dataItem struct {
 	Data   map[string]float64 `json:"data"`
 	Unit   string             `json:"unit"`
 	Labels map[string]string  `json:"labels"`
-}
-
-type usage struct {
-	Workload   string  `json:"workload"`
-	CPUSeconds float64 `json:"cpuSeconds"`
-	Pods       int     `json:"pods"`
 }
 
 // variants are the workload-name suffixes that name a variant.
@@ -435,10 +407,10 @@ func load(dir string) (*Report, error) {
 			r.Waves = it.Data["Average"] / 1000
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "sluice-process-usage.json")); err == nil {
-		var us []usage
+	if data, err := os.ReadFile(filepath.Join(dir, benchfmt.UsageFile)); err == nil {
+		var us []benchfmt.Usage
 		if err := json.Unmarshal(data, &us); err != nil {
-			return nil, fmt.Errorf("sluice-process-usage.json: %w", err)
+			return nil, fmt.Errorf("%s: %w", benchfmt.UsageFile, err)
 		}
 		for _, u := range us {
 			if r := get(u.Workload); r != nil {
@@ -446,13 +418,10 @@ func load(dir string) (*Report, error) {
 			}
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "sluice-placement.json")); err == nil {
-		var ps []struct {
-			Workload string       `json:"workload"`
-			BySize   []GangSpread `json:"bySize"`
-		}
+	if data, err := os.ReadFile(filepath.Join(dir, benchfmt.PlacementFile)); err == nil {
+		var ps []benchfmt.Placement
 		if err := json.Unmarshal(data, &ps); err != nil {
-			return nil, fmt.Errorf("sluice-placement.json: %w", err)
+			return nil, fmt.Errorf("%s: %w", benchfmt.PlacementFile, err)
 		}
 		for _, p := range ps {
 			if r := get(p.Workload); r != nil {
@@ -461,15 +430,15 @@ func load(dir string) (*Report, error) {
 		}
 	}
 	rep := &Report{Source: filepath.Base(src)}
-	if data, err := os.ReadFile(filepath.Join(dir, "sluice-plugins.json")); err == nil {
+	if data, err := os.ReadFile(filepath.Join(dir, benchfmt.PluginsFile)); err == nil {
 		if err := json.Unmarshal(data, &rep.Plugins); err != nil {
-			return nil, fmt.Errorf("sluice-plugins.json: %w", err)
+			return nil, fmt.Errorf("%s: %w", benchfmt.PluginsFile, err)
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "sluice-run.json")); err == nil {
-		rep.Run = &RunInfo{}
+	if data, err := os.ReadFile(filepath.Join(dir, benchfmt.RunFile)); err == nil {
+		rep.Run = &benchfmt.RunInfo{}
 		if err := json.Unmarshal(data, rep.Run); err != nil {
-			return nil, fmt.Errorf("sluice-run.json: %w", err)
+			return nil, fmt.Errorf("%s: %w", benchfmt.RunFile, err)
 		}
 	}
 	// Only sluice's plugins are reported; upstream's are left out of the
@@ -637,7 +606,7 @@ func (rep *Report) writePlacement(w io.Writer) {
 				}
 				// Over the runs that placed gangs of this size; a zero
 				// (no gang at its bound) counts.
-				of := func(f func(GangSpread) float64) Stat {
+				of := func(f func(benchfmt.GangSpread) float64) Stat {
 					var vs []float64
 					for _, r := range v.Runs {
 						for _, g := range r.Placement {
@@ -649,11 +618,11 @@ func (rep *Report) writePlacement(w io.Writer) {
 					return statOf(vs)
 				}
 				fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", row.Case, row.Workload, v.Name, size,
-					of(func(g GangSpread) float64 { return float64(g.Gangs) }).format(0),
-					of(func(g GangSpread) float64 { return g.Leaves }).format(2),
-					of(func(g GangSpread) float64 { return g.LowerBound }).format(2),
-					of(func(g GangSpread) float64 { return 100 * float64(g.AtBound) / float64(g.Gangs) }).format(0),
-					of(func(g GangSpread) float64 { return g.Spines }).format(2))
+					of(func(g benchfmt.GangSpread) float64 { return float64(g.Gangs) }).format(0),
+					of(func(g benchfmt.GangSpread) float64 { return g.Leaves }).format(2),
+					of(func(g benchfmt.GangSpread) float64 { return g.LowerBound }).format(2),
+					of(func(g benchfmt.GangSpread) float64 { return 100 * float64(g.AtBound) / float64(g.Gangs) }).format(0),
+					of(func(g benchfmt.GangSpread) float64 { return g.Spines }).format(2))
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluice-sched/sluice/internal/benchfmt"
 )
 
 // TestLoad reads a real (trimmed) run from before repetitions: one row per
@@ -176,7 +178,7 @@ func TestSyncDoc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep.Run = &RunInfo{Commit: "abc", Date: "2026-12-01T21:00:00Z", CPUs: 2, MemoryGiB: 24, Go: "go1.26.8", Kernel: "6.1", Args: []string{"-sluice-reps=2"}}
+	rep.Run = &benchfmt.RunInfo{Commit: "abc", Date: "2026-12-01T21:00:00Z", CPUs: 2, MemoryGiB: 24, Go: "go1.26.8", Kernel: "6.1", Args: []string{"-sluice-reps=2"}}
 	results := filepath.Join(dir, "results")
 	file, err := rep.save(results)
 	if err != nil {

@@ -35,31 +35,16 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sluice-sched/sluice/internal/benchfmt"
 	"github.com/sluice-sched/sluice/internal/kcm"
 	"github.com/sluice-sched/sluice/internal/nodesim"
 	"github.com/sluice-sched/sluice/pkg/registry"
 )
 
-// cpuFile collects, per workload, the CPU seconds this test process used
-// (apiserver and scheduler together; etcd runs apart), the wall time and
-// the peak RSS during the workload, next to scheduler_perf's JSON.
-const cpuFile = "sluice-process-usage.json"
-
-// Usage is one workload's process usage.
-type Usage struct {
-	Workload   string  `json:"workload"`
-	CPUSeconds float64 `json:"cpuSeconds"`
-	Seconds    float64 `json:"seconds"`
-	MaxRSSMiB  float64 `json:"maxRSSMiB"`
-	// Pods is how many pods the workload creates (churn excluded), the
-	// denominator of CPU seconds per 1,000 pods.
-	Pods int `json:"pods"`
-}
-
 func BenchmarkPerfScheduling(b *testing.B) {
 	var mu sync.Mutex
-	var usage []Usage
-	var placements []Placement
+	var usage []benchfmt.Usage
+	var placements []benchfmt.Placement
 	var recording sync.WaitGroup
 	dir := dataDir()
 	pods, err := writeWorkloads("performance-config.yaml", generatedWorkloads, scale, reps)
@@ -83,7 +68,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 				return nil
 			}
 			recording.Add(1)
-			return recordPlacement(tCtx, func(p Placement) {
+			return recordPlacement(tCtx, func(p benchfmt.Placement) {
 				defer recording.Done()
 				mu.Lock()
 				defer mu.Unlock()
@@ -103,7 +88,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 			resetPeakRSS()
 			cpu0, start := cpuSeconds(), time.Now()
 			return func() {
-				u := Usage{Workload: tCtx.Name(), CPUSeconds: cpuSeconds() - cpu0, Seconds: time.Since(start).Seconds(), MaxRSSMiB: peakRSSMiB()}
+				u := benchfmt.Usage{Workload: tCtx.Name(), CPUSeconds: cpuSeconds() - cpu0, Seconds: time.Since(start).Seconds(), MaxRSSMiB: peakRSSMiB()}
 				u.Pods = pods[name]
 				done(tCtx.Failed())
 				mu.Lock()
@@ -115,17 +100,17 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, cpuFile), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, benchfmt.UsageFile), data, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	if err := writeRunInfo(filepath.Join(dir, runFile)); err != nil {
+	if err := writeRunInfo(filepath.Join(dir, benchfmt.RunFile)); err != nil {
 		b.Fatal(err)
 	}
 	recording.Wait()
 	if data, err = json.MarshalIndent(placements, "", "  "); err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, placementFile), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, benchfmt.PlacementFile), data, 0o644); err != nil {
 		b.Fatal(err)
 	}
 	// The report lists these plugins' latencies apart.
@@ -133,30 +118,13 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, pluginsFile), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, benchfmt.PluginsFile), data, 0o644); err != nil {
 		b.Fatal(err)
 	}
 }
 
-// pluginsFile names sluice's plugins, for the report.
-const pluginsFile = "sluice-plugins.json"
-
-// runFile says what ran where, for the results committed to docs/bench.
-const runFile = "sluice-run.json"
-
-// RunInfo is the commit, machine and command of one run.
-type RunInfo struct {
-	Commit    string   `json:"commit"`
-	Date      string   `json:"date"`
-	CPUs      int      `json:"cpus"`
-	MemoryGiB float64  `json:"memoryGiB"`
-	Go        string   `json:"go"`
-	Kernel    string   `json:"kernel"`
-	Args      []string `json:"args"`
-}
-
 func writeRunInfo(file string) error {
-	info := RunInfo{Date: time.Now().UTC().Format(time.RFC3339), CPUs: runtime.NumCPU(), Go: runtime.Version(), Args: os.Args[1:]}
+	info := benchfmt.RunInfo{Date: time.Now().UTC().Format(time.RFC3339), CPUs: runtime.NumCPU(), Go: runtime.Version(), Args: os.Args[1:]}
 	// "unknown" outside a git checkout; "-dirty" when the tree has changes.
 	info.Commit = "unknown"
 	if out, err := exec.Command("git", "describe", "--always", "--dirty", "--abbrev=12").Output(); err == nil {

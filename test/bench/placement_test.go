@@ -16,11 +16,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
-)
 
-// placementFile holds, per workload of placementCase, how widely its gangs
-// were spread: scheduler_perf measures speed, not where pods went.
-const placementFile = "sluice-placement.json"
+	"github.com/sluice-sched/sluice/internal/benchfmt"
+)
 
 // placementCase is the case whose gangs' placement the bench records.
 const placementCase = "/FabricGangs."
@@ -34,29 +32,6 @@ const (
 	spineLabel    = "network.topology.nvidia.com/spine"
 	gpuResource   = v1.ResourceName("nvidia.com/gpu")
 )
-
-// Placement is one workload's gang placement.
-type Placement struct {
-	Workload string       `json:"workload"`
-	BySize   []GangSpread `json:"bySize"`
-}
-
-// GangSpread sums up the placed gangs of one size. A gang's lower bound is
-// the fewest leaves whose whole free nodes could have held it when its first
-// member was bound (the cluster's free nodes then, any spine), computed here
-// from node labels and pod requests, not by sluice's code.
-type GangSpread struct {
-	// Nodes is the gang's size in 8-GPU pods, one node each.
-	Nodes int `json:"nodes"`
-	Gangs int `json:"gangs"`
-	// Leaves and Spines are the mean leaves and spines a gang spans,
-	// LowerBound the mean lower bound, AtBound how many gangs span no more
-	// leaves than their bound.
-	Leaves     float64 `json:"leaves"`
-	Spines     float64 `json:"spines"`
-	LowerBound float64 `json:"lowerBound"`
-	AtBound    int     `json:"atBound"`
-}
 
 // placementRecorder watches nodes and pods of one workload, keeping each
 // node's free GPUs and each gang's nodes as its members are bound.
@@ -82,7 +57,7 @@ type gangPlacement struct {
 // apiserver (a cleanup registered now runs before those registered when the
 // cluster was set up), it waits until its informer has seen every gang pod
 // bound, then hands the summary to done.
-func recordPlacement(tCtx ktesting.TContext, done func(Placement)) error {
+func recordPlacement(tCtx ktesting.TContext, done func(benchfmt.Placement)) error {
 	r := &placementRecorder{
 		leaf: map[string]string{}, spine: map[string]string{}, free: map[string]int64{},
 		nodeOK: map[string]bool{}, bound: map[types.UID]bool{}, gangs: map[string]*gangPlacement{},
@@ -234,17 +209,17 @@ func (r *placementRecorder) lowerBound(size int) int {
 }
 
 // summary sums up the gangs placed whole, by size.
-func (r *placementRecorder) summary(workload string) Placement {
+func (r *placementRecorder) summary(workload string) benchfmt.Placement {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	bySize := map[int]*GangSpread{}
+	bySize := map[int]*benchfmt.GangSpread{}
 	for _, g := range r.gangs {
 		if len(g.nodes) < g.size || g.size == 0 {
 			continue
 		}
 		s := bySize[g.size]
 		if s == nil {
-			s = &GangSpread{Nodes: g.size}
+			s = &benchfmt.GangSpread{Nodes: g.size}
 			bySize[g.size] = s
 		}
 		leaves, spines := map[string]bool{}, map[string]bool{}
@@ -259,7 +234,7 @@ func (r *placementRecorder) summary(workload string) Placement {
 			s.AtBound++
 		}
 	}
-	out := Placement{Workload: workload}
+	out := benchfmt.Placement{Workload: workload}
 	for _, size := range slices.Sorted(maps.Keys(bySize)) {
 		s := bySize[size]
 		n := float64(s.Gangs)

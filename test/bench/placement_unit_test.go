@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sluice-sched/sluice/internal/benchfmt"
 )
 
 func newTestRecorder() *placementRecorder {
@@ -74,7 +76,7 @@ func TestPlacementRecorder(t *testing.T) {
 	// Gang k is not complete: left out.
 	r.pod(boundPod("k-0", "a3", "k", 2))
 	s := r.summary("w")
-	want := []GangSpread{
+	want := []benchfmt.GangSpread{
 		{Nodes: 2, Gangs: 1, Leaves: 1, Spines: 1, LowerBound: 1, AtBound: 1},
 		{Nodes: 4, Gangs: 1, Leaves: 3, Spines: 2, LowerBound: 2, AtBound: 0},
 	}
