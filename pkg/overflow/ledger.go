@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
@@ -57,9 +58,22 @@ type slot struct {
 	// provider is what the overflow node offers of it: what it carries
 	// and its capacity, which decide which pods it can run at all.
 	provider offer.Provider
-	free     capacity.Resources
+	// runs remembers provider.CanRun by pod: planning asks it for every
+	// victim in every domain it tries, and the answer does not change with
+	// room (clones share it).
+	runs map[types.UID]error
+	free capacity.Resources
 	// unlimited holds anything (a what-if ledger).
 	unlimited bool
+}
+
+func (s *slot) canRun(pod *v1.Pod) error {
+	err, ok := s.runs[pod.UID]
+	if !ok {
+		err = s.provider.CanRun(pod)
+		s.runs[pod.UID] = err
+	}
+	return err
 }
 
 // unlimited stands for a resource a provider does not limit (CPU, memory,
@@ -87,7 +101,7 @@ func NewLedger(classes *Classes, nodes []*v1.Node, podsOn func(node string) []*v
 		}
 		first := len(l.slots)
 		for _, p := range o.Providers {
-			l.slots = append(l.slots, slot{target: Target{Node: n.Name, Provider: p.Name}, healthy: p.Healthy, provider: p, free: freeOf(p.Capacity)})
+			l.slots = append(l.slots, slot{target: Target{Node: n.Name, Provider: p.Name}, healthy: p.Healthy, provider: p, runs: map[types.UID]error{}, free: freeOf(p.Capacity)})
 		}
 		mine := l.slots[first:]
 		for _, pod := range podsOn(n.Name) {
@@ -141,8 +155,9 @@ func providerIndex(slots []slot, name string) int {
 // firstFit is the first healthy provider, in dispatch order, that can run
 // pod and has room for req (its requests).
 func firstFit(slots []slot, pod *v1.Pod, req capacity.Resources) int {
-	for i, s := range slots {
-		if s.healthy && (s.unlimited || s.free.Covers(req) && s.provider.CanRun(pod) == nil) {
+	for i := range slots {
+		s := &slots[i]
+		if s.healthy && (s.unlimited || s.free.Covers(req) && s.canRun(pod) == nil) {
 			return i
 		}
 	}
@@ -162,7 +177,7 @@ func (l *Ledger) index(t Target) int {
 func (l *Ledger) Clone() *Ledger {
 	out := &Ledger{slots: make([]slot, len(l.slots)), ready: l.ready, errs: l.errs}
 	for i, s := range l.slots {
-		out.slots[i] = slot{target: s.target, healthy: s.healthy, provider: s.provider, free: s.free.Add(capacity.Resources{}), unlimited: s.unlimited}
+		out.slots[i] = slot{target: s.target, healthy: s.healthy, provider: s.provider, runs: s.runs, free: s.free.Add(capacity.Resources{}), unlimited: s.unlimited}
 	}
 	return out
 }
@@ -186,14 +201,17 @@ func (l *Ledger) Take(pod *v1.Pod) (Target, bool) {
 // so a pod it names is never a victim: its replacement could run nowhere.
 func (l *Ledger) CannotRun(pod *v1.Pod) string {
 	if len(l.slots) == 0 {
+		// No overflow node at all: Take says so ("no room", with the
+		// number of Ready overflow nodes), for every victim alike.
 		return ""
 	}
 	var whys []string
-	for _, s := range l.slots {
+	for i := range l.slots {
+		s := &l.slots[i]
 		if s.unlimited {
 			return ""
 		}
-		err := s.provider.CanRun(pod)
+		err := s.canRun(pod)
 		if err == nil {
 			return ""
 		}

@@ -217,10 +217,13 @@ func (n *Node) candidates(pod *v1.Pod) ([]*Member, []string, int) {
 	cannot := 0
 	for _, m := range n.members {
 		carries := m.Provider.Carries()
-		never := offer.Portable(pod, carries)
-		if never == nil && m.capacity != nil {
-			// Its whole capacity, once known, can never hold a bigger pod.
+		var never error
+		if m.capacity != nil {
+			// What it carries, and its whole capacity once known: it
+			// can never hold a bigger pod.
 			never = offer.Provider{Name: m.Config.Name, Capacity: m.capacity, Carries: &carries}.CanRun(pod)
+		} else {
+			never = offer.Portable(pod, carries)
 		}
 		if never != nil {
 			metrics.DispatchFailures.WithLabelValues(m.Config.Name, "unsupported").Inc()
