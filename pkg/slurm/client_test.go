@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -85,6 +86,23 @@ func (f *fakeRestd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(`{"meta":{},"errors":[],"nodes":` + f.nodes + lu + `}`))
 }
 
+// polledCache is a cache over fake (clock nil: the real one), polled once.
+func polledCache(t *testing.T, fake *fakeRestd, clock clock.PassiveClock) (*Cache, context.Context) {
+	t.Helper()
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, User: "root", TokenFile: writeToken(t, t.TempDir(), "t")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewCache(c, CacheConfig{Interval: time.Hour, Clock: clock})
+	ctx := context.Background()
+	if err := cache.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return cache, ctx
+}
+
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func writeToken(t *testing.T, dir, token string) string {
@@ -132,21 +150,13 @@ func TestClientDiscoversAndPollsChanges(t *testing.T) {
 // until the full refresh, minutes later, while every poll "succeeded").
 func TestDrainSeenAcrossNotModified(t *testing.T) {
 	fake := &fakeRestd{version: "v0.0.42", nodes: twoNodes, changedAt: 1000, lastUpdated: true}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, User: "root", TokenFile: writeToken(t, t.TempDir(), "t")})
-	if err != nil {
+	clock := testingclock.NewFakeClock(time.Unix(1030, 0)) // 30 s ahead of slurmctld
+	cache, ctx := polledCache(t, fake, clock)
+	clock.Step(10 * time.Second)
+	if err := cache.Poll(ctx); err != nil { // 304: nothing changed
 		t.Fatal(err)
 	}
-	clock := testingclock.NewFakeClock(time.Unix(1030, 0)) // 30 s ahead of slurmctld
-	cache := NewCache(c, CacheConfig{Interval: time.Hour, Clock: clock})
-	ctx := context.Background()
-	for range 2 { // a full answer, then 304: nothing changed
-		if err := cache.Poll(ctx); err != nil {
-			t.Fatal(err)
-		}
-		clock.Step(10 * time.Second)
-	}
+	clock.Step(10 * time.Second)
 	fake.mu.Lock()
 	fake.nodes = strings.Replace(twoNodes, `"name":"gpu01","state":["IDLE"]`, `"name":"gpu01","state":["IDLE","DRAIN"],"reason":"xid 79"`, 1)
 	fake.changedAt = 1005 // slurmctld's clock
@@ -355,17 +365,7 @@ func TestCacheKeepsLastGoodSnapshot(t *testing.T) {
 // (unhealthy) and costs the others nothing.
 func TestAnswersNotTakenAtFaceValue(t *testing.T) {
 	fake := &fakeRestd{version: "v0.0.42", nodes: twoNodes, changedAt: 1000, lastUpdated: true}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, User: "root", TokenFile: writeToken(t, t.TempDir(), "t")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := NewCache(c, CacheConfig{Interval: time.Hour})
-	ctx := context.Background()
-	if err := cache.Poll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cache, ctx := polledCache(t, fake, nil)
 	answer := func(body string) error {
 		fake.mu.Lock()
 		fake.body = body
@@ -383,7 +383,7 @@ func TestAnswersNotTakenAtFaceValue(t *testing.T) {
 	}
 	want := []string{"gpu01=IDLE", "gpu02=MIXED+DRAIN"}
 
-	err = answer(`{"nodes":[],"errors":[{"error":"Unable to query nodes","error_number":1007}]}`)
+	err := answer(`{"nodes":[],"errors":[{"error":"Unable to query nodes","error_number":1007}]}`)
 	if err == nil || !strings.Contains(err.Error(), "Unable to query nodes") {
 		t.Errorf("errors[] with an empty list: poll error %v, want one naming slurmrestd's error", err)
 	}
@@ -451,17 +451,7 @@ func TestAnswersNotTakenAtFaceValue(t *testing.T) {
 // taking shards were missed because only "gpu" was compared.
 func TestGRESChangesAreChanges(t *testing.T) {
 	fake := &fakeRestd{version: "v0.0.42", nodes: `[{"name":"gpu01","state":["MIXED"],"gres":"shard:8","gres_used":"shard:0"}]`, changedAt: 1000, lastUpdated: true}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, User: "root", TokenFile: writeToken(t, t.TempDir(), "t")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := NewCache(c, CacheConfig{Interval: time.Hour})
-	ctx := context.Background()
-	if err := cache.Poll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cache, ctx := polledCache(t, fake, nil)
 	fake.mu.Lock()
 	fake.nodes, fake.changedAt = `[{"name":"gpu01","state":["MIXED"],"gres":"shard:8","gres_used":"shard:6"}]`, 1010
 	fake.mu.Unlock()
