@@ -13,6 +13,7 @@ package inferencepacking
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -104,7 +105,23 @@ type InferencePacking struct {
 	overflowCount []int32
 	nodeCount     []int32
 	leafCount     []int32
-	view          *packingView // published; never changed once published
+	// byInfo is the tree node index of each of the snapshot's NodeInfos,
+	// which stay the same objects while their node exists: Score finds a
+	// node by the pointer it is given, not by hashing and comparing its
+	// name (which reads the Node object as well). Made anew, never
+	// changed, when a position of the list holds another NodeInfo.
+	byInfo map[fwk.NodeInfo]int32
+	view   *packingView // published; never changed once published
+	// use is each tree node's GPUs, requested and allocatable, as the
+	// snapshot has them: Score reads them here rather than from two
+	// extended-resource maps per node. Published with the cycle's state,
+	// so replaced, never changed, when a node's GPUs change.
+	use []gpuUse
+}
+
+// gpuUse is a node's requested and allocatable GPUs.
+type gpuUse struct {
+	used, total int64
 }
 
 // nodeOffer is an overflow node's offer, or why it could not be read.
@@ -121,13 +138,15 @@ type entry struct {
 	index      int32 // tree node index, -1 when the tree does not have it
 	overflow   bool
 	production bool
+	use        gpuUse
 }
 
 // packingView is every node's score without its GPU term, for the cycles
 // that read it.
 type packingView struct {
-	tree *fabric.Tree
-	base []int8 // by tree node index
+	tree   *fabric.Tree
+	byInfo map[fwk.NodeInfo]int32
+	base   []int8 // by tree node index
 }
 
 var (
@@ -328,6 +347,7 @@ const preScoreStateKey fwk.StateKey = "PreScore" + Name
 // preScoreState says where production runs in this cycle.
 type preScoreState struct {
 	*packingView
+	use  []gpuUse
 	gpus int64
 }
 
@@ -356,9 +376,9 @@ func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, po
 	} else {
 		pl.refresh(all)
 	}
-	view := pl.view
+	view, use := pl.view, pl.use
 	pl.mu.Unlock()
-	state.Write(preScoreStateKey, &preScoreState{packingView: view, gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]})
+	state.Write(preScoreStateKey, &preScoreState{packingView: view, use: use, gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]})
 	return nil
 }
 
@@ -378,20 +398,35 @@ func (pl *InferencePacking) rebuild(tree *fabric.Tree, all []fwk.NodeInfo) {
 		pl.leafOf[i] = id
 	}
 	pl.leafCount = make([]int32, len(leaves))
+	pl.use = make([]gpuUse, n)
 	pl.entries = make([]entry, len(all))
 	for i, ni := range all {
 		e := pl.entryOf(ni)
 		pl.entries[i] = e
 		pl.count(e, 1)
+		if e.index >= 0 {
+			pl.use[e.index] = e.use
+		}
 	}
+	pl.indexInfos()
 	pl.publish()
+}
+
+// indexInfos makes byInfo from the entries.
+func (pl *InferencePacking) indexInfos() {
+	pl.byInfo = make(map[fwk.NodeInfo]int32, len(pl.entries))
+	for _, e := range pl.entries {
+		if e.index >= 0 {
+			pl.byInfo[e.info] = e.index
+		}
+	}
 }
 
 // refresh updates the counts for the nodes that changed and publishes a
 // new view only if a node or leaf started or stopped running production,
 // or a node became or stopped being an overflow node.
 func (pl *InferencePacking) refresh(all []fwk.NodeInfo) {
-	changed := false
+	changed, moved, use, cloned := false, false, pl.use, false
 	for i, ni := range all {
 		old := pl.entries[i]
 		if old.info == ni && old.generation == ni.GetGeneration() {
@@ -399,6 +434,13 @@ func (pl *InferencePacking) refresh(all []fwk.NodeInfo) {
 		}
 		e := pl.entryOf(ni)
 		pl.entries[i] = e
+		moved = moved || old.info != ni
+		if e.index >= 0 && use[e.index] != e.use {
+			if !cloned {
+				use, cloned = slices.Clone(use), true // the last cycle's state holds pl.use
+			}
+			use[e.index] = e.use
+		}
 		if e.index == old.index && e.production == old.production && e.overflow == old.overflow {
 			continue
 		}
@@ -406,7 +448,11 @@ func (pl *InferencePacking) refresh(all []fwk.NodeInfo) {
 		pl.count(e, 1)
 		changed = true
 	}
-	if changed {
+	pl.use = use
+	if moved {
+		pl.indexInfos()
+	}
+	if changed || moved {
 		pl.publish()
 	}
 }
@@ -422,6 +468,10 @@ func (pl *InferencePacking) entryOf(ni fwk.NodeInfo) entry {
 		e.index = int32(i)
 		e.overflow = pl.classes.IsOverflowNode(n)
 		e.production = !e.overflow && pl.runsProduction(ni)
+		e.use = gpuUse{
+			used:  ni.GetRequested().GetScalarResources()[pl.gpu],
+			total: ni.GetAllocatable().GetScalarResources()[pl.gpu],
+		}
 	}
 	return e
 }
@@ -443,7 +493,7 @@ func (pl *InferencePacking) count(e entry, delta int32) {
 // publish makes a new view from the counts; cycles holding the old one
 // keep it.
 func (pl *InferencePacking) publish() {
-	v := &packingView{tree: pl.tree, base: make([]int8, len(pl.nodeCount))}
+	v := &packingView{tree: pl.tree, byInfo: pl.byInfo, base: make([]int8, len(pl.nodeCount))}
 	for i := range v.base {
 		if pl.overflowCount[i] > 0 {
 			continue
@@ -489,20 +539,30 @@ func (pl *InferencePacking) Score(_ context.Context, state fwk.CycleState, _ *v1
 		return 0, fwk.AsStatus(err)
 	}
 	s := data.(*preScoreState)
-	node := nodeInfo.Node()
 	var score int64
-	if i, ok := s.tree.NodeIndex(node.Name); ok {
-		score = int64(s.base[i])
-	} else if !pl.classes.IsOverflowNode(node) {
-		// A node newer than the fabric tree: physical, nothing known.
-		score = physicalFloor
+	var use gpuUse
+	if i, ok := s.byInfo[nodeInfo]; ok {
+		score, use = int64(s.base[i]), s.use[i]
+	} else if node := nodeInfo.Node(); node == nil {
+		return 0, nil
+	} else {
+		// A NodeInfo the last PreScore did not see.
+		if i, ok := s.tree.NodeIndex(node.Name); ok {
+			score = int64(s.base[i])
+		} else if !pl.classes.IsOverflowNode(node) {
+			// A node newer than the fabric tree: physical, nothing known.
+			score = physicalFloor
+		}
+		use = gpuUse{
+			used:  nodeInfo.GetRequested().GetScalarResources()[pl.gpu],
+			total: nodeInfo.GetAllocatable().GetScalarResources()[pl.gpu],
+		}
 	}
 	if score == 0 {
 		return 0, nil // an overflow node
 	}
-	if total := nodeInfo.GetAllocatable().GetScalarResources()[pl.gpu]; total > 0 {
-		used := nodeInfo.GetRequested().GetScalarResources()[pl.gpu] + s.gpus
-		score += packTerm * min(used, total) / total
+	if use.total > 0 {
+		score += packTerm * min(use.used+s.gpus, use.total) / use.total
 	}
 	return score, nil
 }

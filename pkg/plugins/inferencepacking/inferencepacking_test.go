@@ -187,6 +187,23 @@ func TestScoreWorkedExample(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after b1 took production, scores (-want,+got):\n%s", diff)
 	}
+
+	// Research taking GPUs on a2 changes only its GPU term; the cycle
+	// before keeps what it saw.
+	byName["a2"].AddPod(pod("train-1", "a2", "research", "4"))
+	state4 := framework.NewCycleState()
+	if s := pl.PreScore(ctx, state4, incoming, infos2); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if score, _ := pl.Score(ctx, state4, incoming, byName["a2"]); score != 40+10*5/8 {
+		t.Errorf("a2 with 4 GPUs taken scores %d, want 46", score)
+	}
+	if score, _ := pl.Score(ctx, state3, incoming, byName["a2"]); score != 41 {
+		t.Errorf("the cycle before a2 took GPUs scores it %d, want 41 as it saw it", score)
+	}
+	if score, _ := pl.Score(ctx, state2, incoming, byName["b1"]); score != 41 {
+		t.Errorf("the cycle before b1 took production scores it %d, want 41 as it saw it", score)
+	}
 }
 
 // TestIncrementalMatchesFresh checks the incremental view against one
