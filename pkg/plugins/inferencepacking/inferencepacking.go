@@ -115,14 +115,35 @@ type InferencePacking struct {
 	// use is each tree node's GPUs, requested and allocatable, as the
 	// snapshot has them: Score reads them here rather than from two
 	// extended-resource maps per node. Published with the cycle's state,
-	// so replaced, never changed, when a node's GPUs change.
-	use []gpuUse
+	// so never changed once published: a cycle copies the chunks it
+	// changes (usually one), not the whole list, which would be garbage
+	// of 80 KB a cycle at 5,000 nodes.
+	use gpuUses
+	// useGen and chunkGen say which chunks of use this cycle has copied.
+	useGen   uint64
+	chunkGen []uint64
 }
 
 // gpuUse is a node's requested and allocatable GPUs.
 type gpuUse struct {
 	used, total int64
 }
+
+// useChunk is how many nodes' gpuUse a chunk of gpuUses holds.
+const useChunk = 64
+
+// gpuUses is a gpuUse per tree node, in chunks of useChunk.
+type gpuUses [][]gpuUse
+
+func newGPUUses(n int) gpuUses {
+	u := make(gpuUses, (n+useChunk-1)/useChunk)
+	for c := range u {
+		u[c] = make([]gpuUse, min(useChunk, n-c*useChunk))
+	}
+	return u
+}
+
+func (u gpuUses) at(i int32) gpuUse { return u[i/useChunk][i%useChunk] }
 
 // nodeOffer is an overflow node's offer, or why it could not be read.
 type nodeOffer struct {
@@ -347,7 +368,7 @@ const preScoreStateKey fwk.StateKey = "PreScore" + Name
 // preScoreState says where production runs in this cycle.
 type preScoreState struct {
 	*packingView
-	use  []gpuUse
+	use  gpuUses
 	gpus int64
 }
 
@@ -398,14 +419,14 @@ func (pl *InferencePacking) rebuild(tree *fabric.Tree, all []fwk.NodeInfo) {
 		pl.leafOf[i] = id
 	}
 	pl.leafCount = make([]int32, len(leaves))
-	pl.use = make([]gpuUse, n)
+	pl.use, pl.chunkGen = newGPUUses(n), make([]uint64, (n+useChunk-1)/useChunk)
 	pl.entries = make([]entry, len(all))
 	for i, ni := range all {
 		e := pl.entryOf(ni)
 		pl.entries[i] = e
 		pl.count(e, 1)
 		if e.index >= 0 {
-			pl.use[e.index] = e.use
+			pl.use[e.index/useChunk][e.index%useChunk] = e.use
 		}
 	}
 	pl.indexInfos()
@@ -426,7 +447,9 @@ func (pl *InferencePacking) indexInfos() {
 // new view only if a node or leaf started or stopped running production,
 // or a node became or stopped being an overflow node.
 func (pl *InferencePacking) refresh(all []fwk.NodeInfo) {
-	changed, moved, use, cloned := false, false, pl.use, false
+	changed, moved := false, false
+	pl.useGen++
+	outer := false // use (the list of chunks) copied in this cycle
 	for i, ni := range all {
 		old := pl.entries[i]
 		if old.info == ni && old.generation == ni.GetGeneration() {
@@ -435,11 +458,16 @@ func (pl *InferencePacking) refresh(all []fwk.NodeInfo) {
 		e := pl.entryOf(ni)
 		pl.entries[i] = e
 		moved = moved || old.info != ni
-		if e.index >= 0 && use[e.index] != e.use {
-			if !cloned {
-				use, cloned = slices.Clone(use), true // the last cycle's state holds pl.use
+		if e.index >= 0 && pl.use.at(e.index) != e.use {
+			// The last cycle's state holds pl.use: copy what changes.
+			c := e.index / useChunk
+			if !outer {
+				pl.use, outer = slices.Clone(pl.use), true
 			}
-			use[e.index] = e.use
+			if pl.chunkGen[c] != pl.useGen {
+				pl.use[c], pl.chunkGen[c] = slices.Clone(pl.use[c]), pl.useGen
+			}
+			pl.use[c][e.index%useChunk] = e.use
 		}
 		if e.index == old.index && e.production == old.production && e.overflow == old.overflow {
 			continue
@@ -448,7 +476,6 @@ func (pl *InferencePacking) refresh(all []fwk.NodeInfo) {
 		pl.count(e, 1)
 		changed = true
 	}
-	pl.use = use
 	if moved {
 		pl.indexInfos()
 	}
@@ -542,7 +569,7 @@ func (pl *InferencePacking) Score(_ context.Context, state fwk.CycleState, _ *v1
 	var score int64
 	var use gpuUse
 	if i, ok := s.byInfo[nodeInfo]; ok {
-		score, use = int64(s.base[i]), s.use[i]
+		score, use = int64(s.base[i]), s.use.at(i)
 	} else if node := nodeInfo.Node(); node == nil {
 		return 0, nil
 	} else {

@@ -212,8 +212,9 @@ func TestScoreWorkedExample(t *testing.T) {
 // production moves around.
 func TestIncrementalMatchesFresh(t *testing.T) {
 	var nodes []*v1.Node
-	for i := range 24 {
-		nodes = append(nodes, node(fmt.Sprintf("n%02d", i), fmt.Sprintf("leaf-%d", i/4)))
+	// More nodes than three chunks of the GPU use (useChunk).
+	for i := range 3*useChunk + 10 {
+		nodes = append(nodes, node(fmt.Sprintf("n%03d", i), fmt.Sprintf("leaf-%d", i/4)))
 	}
 	for i := range 2 {
 		nodes = append(nodes, st.MakeNode().Name(fmt.Sprintf("vk%d", i)).Label("type", "virtual-kubelet").
