@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	sjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -102,6 +103,13 @@ type KubernetesProvider struct {
 	Kubeconfig string `json:"kubeconfig"`
 	// Namespace is where the remote pods are created (it must exist).
 	Namespace string `json:"namespace"`
+	// Secrets: pods that read home Secrets (env, envFrom, volumes) may
+	// run here; each Secret is copied into Namespace, owned by the remote
+	// pod, and kept up to date. Default true; false keeps Secrets in the
+	// home cluster, and such pods are never moved to this provider.
+	Secrets *bool `json:"secrets,omitempty"`
+	// ConfigMaps: the same for ConfigMaps. Default true.
+	ConfigMaps *bool `json:"configMaps,omitempty"`
 }
 
 // HTTPProvider is a provider speaking the HTTP contract.
@@ -157,6 +165,16 @@ func (c *Config) Default() {
 	if c.MaxPods == nil {
 		n := int32(DefaultMaxPods)
 		c.MaxPods = &n
+	}
+	for i := range c.Providers {
+		if k := c.Providers[i].Kubernetes; k != nil {
+			if k.Secrets == nil {
+				k.Secrets = ptr.To(true)
+			}
+			if k.ConfigMaps == nil {
+				k.ConfigMaps = ptr.To(true)
+			}
+		}
 	}
 	for _, d := range []struct {
 		field **metav1.Duration

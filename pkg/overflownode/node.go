@@ -101,7 +101,14 @@ type Node struct {
 	lost      map[types.UID]int
 	// waiting is when this process first saw each pod it has not
 	// dispatched (the dispatch timeout runs from then).
-	waiting    map[types.UID]time.Time
+	waiting map[types.UID]time.Time
+	// refsSent is, per pod, the Secrets and ConfigMaps (names and
+	// resourceVersions) its provider was last given; a change is passed
+	// on. Empty after a restart: every pod's are passed on once.
+	refsSent map[types.UID]string
+	// held are the pods waiting for a Secret, ConfigMap or key they read;
+	// the reconcile dispatches them once it exists.
+	held       map[types.UID]bool
 	notifyPod  func(*v1.Pod)
 	notifyNode func(*v1.Node)
 	lastNode   *v1.NodeStatus
@@ -128,7 +135,7 @@ func New(cfg *Config, members []*Member, client kubernetes.Interface, pods corel
 		return a.Name < b.Name
 	})
 	return &Node{cfg: cfg, members: ordered, client: client, pods: pods, recorder: recorder, now: time.Now,
-		workloads: map[types.UID]*remote{}, lost: map[types.UID]int{}, waiting: map[types.UID]time.Time{}}
+		workloads: map[types.UID]*remote{}, lost: map[types.UID]int{}, waiting: map[types.UID]time.Time{}, refsSent: map[types.UID]string{}, held: map[types.UID]bool{}}
 }
 
 func (n *Node) member(name string) *Member {
@@ -160,11 +167,36 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 	candidates, skipped, cannot := n.candidates(pod)
 	n.mu.Unlock()
 
+	var refs provider.Refs
+	var fingerprint string
+	if len(candidates) > 0 {
+		var err error
+		readCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		refs, fingerprint, err = newRefReader(n.client).read(readCtx, pod)
+		cancel()
+		var missing *missingRef
+		if errors.As(err, &missing) {
+			// Held back until it exists, as kubelet holds such a pod:
+			// the reconcile tries again (an error here would have
+			// virtual-kubelet overwrite the status with ProviderFailed).
+			n.mu.Lock()
+			n.held[pod.UID] = true
+			delete(n.waiting, pod.UID) // the dispatch timeout runs from when it has them
+			n.mu.Unlock()
+			n.recorder.Event(pod, v1.EventTypeWarning, missing.reason(), missing.msg)
+			n.sendStatus(pod, n.heldBack(pod, missing))
+			return nil
+		}
+		if err != nil {
+			n.recorder.Event(pod, v1.EventTypeWarning, "DispatchFailed", err.Error())
+			return err
+		}
+	}
 	id := provider.IDFor(pod.UID)
 	reasons := skipped
 	for _, m := range candidates {
 		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
-		err := m.Provider.Create(callCtx, id, pod)
+		err := m.Provider.Create(callCtx, id, pod, refs)
 		cancel()
 		if err != nil {
 			reason := "error"
@@ -184,6 +216,10 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 		}}
 		n.mu.Lock()
 		n.workloads[pod.UID] = r
+		delete(n.held, pod.UID)
+		if fingerprint != "" {
+			n.refsSent[pod.UID] = fingerprint
+		}
 		n.mu.Unlock()
 		n.recorder.Eventf(pod, v1.EventTypeNormal, "Dispatched", "Running at provider %s as %s", m.Config.Name, id)
 		logger.V(2).Info("Dispatched pod", "provider", m.Config.Name, "id", id)

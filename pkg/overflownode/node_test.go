@@ -38,13 +38,15 @@ type fakeProvider struct {
 	// refuse is what Create returns for every pod (e.g. ErrUnsupported).
 	refuse  error
 	carries offer.Carries
+	// refs is what each Create was given, by id, in order.
+	refs map[string][]provider.Refs
 }
 
 func newFake(gpus string) *fakeProvider {
 	return &fakeProvider{workloads: map[string]provider.Workload{}, capacity: v1.ResourceList{"nvidia.com/gpu": resource.MustParse(gpus)}}
 }
 
-func (f *fakeProvider) Create(_ context.Context, id string, pod *v1.Pod) error {
+func (f *fakeProvider) Create(_ context.Context, id string, pod *v1.Pod, refs provider.Refs) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down != nil {
@@ -52,6 +54,12 @@ func (f *fakeProvider) Create(_ context.Context, id string, pod *v1.Pod) error {
 	}
 	if f.refuse != nil {
 		return f.refuse
+	}
+	if !refs.Empty() {
+		if f.refs == nil {
+			f.refs = map[string][]provider.Refs{}
+		}
+		f.refs[id] = append(f.refs[id], refs)
 	}
 	if _, ok := f.workloads[id]; ok {
 		return nil

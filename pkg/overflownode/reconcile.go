@@ -212,6 +212,7 @@ func (n *Node) podAlive(ctx context.Context, ref provider.PodRef) bool {
 // been down longer than providerFailureTimeout.
 func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh map[*Member]bool, byUID map[types.UID]*v1.Pod, now time.Time) {
 	timeout := n.cfg.ProviderFailureTimeout.Duration
+	refs := newRefReader(n.client)
 	for uid, pod := range byUID {
 		if terminal(pod) || pod.DeletionTimestamp != nil {
 			continue
@@ -225,10 +226,28 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 				n.fail(pod, ReasonProviderUnavailable, fmt.Sprintf("provider %s has been unavailable for %s", r.member.Config.Name, now.Sub(since).Round(time.Second)))
 				continue
 			}
+			if !down {
+				n.passOnRefs(ctx, refs, pod, r)
+			}
 			n.sendStatus(pod, n.statusFor(pod, r))
 			continue
 		}
 		name := dispatchedTo(pod)
+		n.mu.Lock()
+		held := n.held[uid]
+		n.mu.Unlock()
+		if name == "" && held {
+			// Held back for a Secret or ConfigMap it reads (CreatePod
+			// said so, and virtual-kubelet does not retry): try again.
+			// Waiting for one has no timeout, as kubelet waits; once it
+			// has them and no provider takes it, the dispatch timeout
+			// runs.
+			err := n.CreatePod(ctx, pod)
+			if err == nil {
+				continue
+			}
+			klog.FromContext(ctx).V(2).Info("Dispatching a pod that was held back failed", "pod", klog.KObj(pod), "err", err)
+		}
 		if name == "" {
 			// Not dispatched yet: the pod controller retries, until the
 			// dispatch timeout.
@@ -263,8 +282,51 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 			delete(n.waiting, uid)
 		}
 	}
+	for uid := range n.refsSent {
+		if _, ok := byUID[uid]; !ok {
+			delete(n.refsSent, uid)
+		}
+	}
+	for uid := range n.held {
+		if pod, ok := byUID[uid]; !ok || terminal(pod) {
+			delete(n.held, uid)
+		}
+	}
 	n.mu.Unlock()
 	klog.FromContext(ctx).V(4).Info("Pods synced", "pods", len(byUID), "workloads", len(index))
+}
+
+// passOnRefs gives a running pod's provider the Secrets and ConfigMaps it
+// reads when they changed since it was last given them (or this process
+// has not given them yet). A Secret deleted since is not passed on: the
+// remote side keeps the copy it runs with, as a running pod keeps its
+// environment.
+func (n *Node) passOnRefs(ctx context.Context, reader *refReader, pod *v1.Pod, r *remote) {
+	if len(provider.RefsOf(pod)) == 0 {
+		return
+	}
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+	defer cancel()
+	refs, fingerprint, err := reader.read(callCtx, pod)
+	if err != nil {
+		logger.V(2).Info("Not passing on the pod's Secrets and ConfigMaps", "err", err)
+		return
+	}
+	n.mu.Lock()
+	sent := n.refsSent[pod.UID]
+	n.mu.Unlock()
+	if sent == fingerprint {
+		return
+	}
+	if err := r.member.Provider.Create(callCtx, r.w.ID, pod, refs); err != nil {
+		logger.Info("Passing on the pod's Secrets and ConfigMaps failed", "provider", r.member.Config.Name, "err", err)
+		return
+	}
+	n.mu.Lock()
+	n.refsSent[pod.UID] = fingerprint
+	n.mu.Unlock()
+	logger.V(2).Info("Passed on the pod's Secrets and ConfigMaps", "provider", r.member.Config.Name, "objects", fingerprint)
 }
 
 // undispatchedFor is how long pod has waited for a provider since this

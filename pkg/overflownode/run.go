@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
@@ -44,7 +45,9 @@ func Providers(cfg *Config) ([]*Member, error) {
 		var err error
 		switch pc.Type {
 		case TypeKubernetes:
-			p, err = kube.FromKubeconfig(pc.Kubernetes.Kubeconfig, pc.Kubernetes.Namespace, cfg.NodeName)
+			k := pc.Kubernetes
+			p, err = kube.FromKubeconfig(k.Kubeconfig, k.Namespace, cfg.NodeName,
+				kube.Options{Secrets: ptr.Deref(k.Secrets, true), ConfigMaps: ptr.Deref(k.ConfigMaps, true)})
 		case TypeHTTP:
 			p, err = httpprovider.New(httpprovider.Options{URL: pc.HTTP.URL, TokenFile: pc.HTTP.TokenFile, CAFile: pc.HTTP.CAFile, Node: cfg.NodeName})
 		default:

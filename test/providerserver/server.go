@@ -10,9 +10,12 @@ package providerserver
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -57,6 +60,9 @@ type Options struct {
 	// Clock measures StartDelay (a fake one in unit tests); nil is the
 	// real clock.
 	Clock clock.PassiveClock
+	// TLS serves https (with a certificate of its own, WriteCA), which
+	// the contract requires for Secrets.
+	TLS bool
 }
 
 // Start starts a server on a loopback port.
@@ -72,8 +78,135 @@ func Start(o Options) *Server {
 	mux.HandleFunc("PUT /v1/workloads/{id}", s.create)
 	mux.HandleFunc("GET /v1/workloads/{id}", s.get)
 	mux.HandleFunc("DELETE /v1/workloads/{id}", s.delete)
-	s.Server = httptest.NewServer(s.auth(mux))
+	if o.TLS {
+		s.Server = httptest.NewTLSServer(s.auth(mux))
+	} else {
+		s.Server = httptest.NewServer(s.auth(mux))
+	}
 	return s
+}
+
+// WriteCA writes the server's certificate, for a client's caFile, to a
+// file in dir and returns its path.
+func (s *Server) WriteCA(dir string) (string, error) {
+	path := filepath.Join(dir, "provider-ca.crt")
+	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+	return path, os.WriteFile(path, data, 0o600)
+}
+
+// Env is the environment the workload's container runs with, as this
+// provider resolves it from the request: literal values, keys of the
+// request's Secrets and ConfigMaps, and envFrom.
+func (s *Server) Env(id, container string) (map[string]string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.workloads[id]
+	if !ok {
+		return nil, false
+	}
+	for _, c := range e.req.Containers {
+		if c.Name == container {
+			env, err := resolveEnv(&e.req, c)
+			return env, err == nil
+		}
+	}
+	return nil, false
+}
+
+// File is the content of the file a workload's volume holds at path
+// (every key of its Secret or ConfigMap as a file, or the items listed).
+func (s *Server) File(id, volume, path string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.workloads[id]
+	if !ok {
+		return nil, false
+	}
+	for _, v := range e.req.Volumes {
+		if v.Name != volume {
+			continue
+		}
+		src, objs := v.Secret, e.req.Secrets
+		if v.ConfigMap != nil {
+			src, objs = v.ConfigMap, e.req.ConfigMaps
+		}
+		if src == nil {
+			return nil, false
+		}
+		data := object(objs, src.Name)
+		if len(src.Items) == 0 {
+			b, ok := data[path]
+			return b, ok
+		}
+		for _, it := range src.Items {
+			if it.Path == path {
+				b, ok := data[it.Key]
+				return b, ok
+			}
+		}
+	}
+	return nil, false
+}
+
+func object(objs []httpprovider.Object, name string) map[string][]byte {
+	for _, o := range objs {
+		if o.Name == name {
+			return o.Data
+		}
+	}
+	return nil
+}
+
+func hasObject(objs []httpprovider.Object, name string) bool {
+	for _, o := range objs {
+		if o.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveEnv resolves a container's environment against the request;
+// a missing object or key that is not optional is an error.
+func resolveEnv(req *httpprovider.CreateRequest, c httpprovider.Container) (map[string]string, error) {
+	env := map[string]string{}
+	for _, from := range c.EnvFrom {
+		ref, objs := from.Secret, req.Secrets
+		if from.ConfigMap != nil {
+			ref, objs = from.ConfigMap, req.ConfigMaps
+		}
+		if ref == nil {
+			return nil, fmt.Errorf("container %s: envFrom names neither a secret nor a configMap", c.Name)
+		}
+		if !hasObject(objs, ref.Name) && !ref.Optional {
+			return nil, fmt.Errorf("container %s: envFrom: %s is not in the request", c.Name, ref.Name)
+		}
+		for k, v := range object(objs, ref.Name) {
+			env[from.Prefix+k] = string(v)
+		}
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+			continue
+		}
+		ref, objs := e.ValueFrom.Secret, req.Secrets
+		if e.ValueFrom.ConfigMap != nil {
+			ref, objs = e.ValueFrom.ConfigMap, req.ConfigMaps
+		}
+		if ref == nil {
+			return nil, fmt.Errorf("container %s: env %s: valueFrom names neither a secret nor a configMap", c.Name, e.Name)
+		}
+		v, ok := object(objs, ref.Name)[ref.Key]
+		if !ok {
+			if ref.Optional {
+				continue
+			}
+			return nil, fmt.Errorf("container %s: env %s: key %s of %s is not in the request", c.Name, e.Name, ref.Key, ref.Name)
+		}
+		env[e.Name] = string(v)
+	}
+	return env, nil
 }
 
 // SetHealthy makes the provider report itself healthy or not.
@@ -179,6 +312,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "body: "+err.Error())
 		return
 	}
+	if r.TLS == nil && (len(req.Secrets) > 0 || len(req.ConfigMaps) > 0) {
+		writeError(w, http.StatusBadRequest, "secrets and configMaps are accepted over https only")
+		return
+	}
 	if err := validate(id, &req); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
@@ -194,6 +331,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusConflict, fmt.Sprintf("id %s belongs to pod %s", id, e.req.Pod))
 			return
 		}
+		// The current data replaces the copies.
+		e.req.Secrets, e.req.ConfigMaps = req.Secrets, req.ConfigMaps
 		writeJSON(w, http.StatusOK, s.workload(id, e))
 		return
 	}
@@ -213,9 +352,20 @@ func validate(id string, req *httpprovider.CreateRequest) error {
 	if len(req.Containers) == 0 {
 		return fmt.Errorf("at least one container is required")
 	}
+	for i, v := range req.Volumes {
+		switch {
+		case v.Secret != nil && !hasObject(req.Secrets, v.Secret.Name) && !v.Secret.Optional:
+			return fmt.Errorf("volumes[%d] (%s): secret %s is not in the request", i, v.Name, v.Secret.Name)
+		case v.ConfigMap != nil && !hasObject(req.ConfigMaps, v.ConfigMap.Name) && !v.ConfigMap.Optional:
+			return fmt.Errorf("volumes[%d] (%s): configMap %s is not in the request", i, v.Name, v.ConfigMap.Name)
+		}
+	}
 	for i, c := range req.Containers {
 		if c.Name == "" || c.Image == "" {
 			return fmt.Errorf("containers[%d]: name and image are required", i)
+		}
+		if _, err := resolveEnv(req, c); err != nil {
+			return fmt.Errorf("containers[%d]: %v", i, err)
 		}
 		for _, l := range []map[string]string{c.Resources.Requests, c.Resources.Limits} {
 			for name, v := range l {

@@ -35,7 +35,7 @@ func Portable(pod *v1.Pod, carries offer.Carries) (*PortablePod, error) {
 			dropped[vol.Name] = true
 			continue
 		}
-		out.Volumes = append(out.Volumes, vol)
+		out.Volumes = append(out.Volumes, *vol.DeepCopy())
 	}
 	out.Containers = portableContainers(pod, pod.Spec.Containers, dropped)
 	out.InitContainers = portableContainers(pod, pod.Spec.InitContainers, dropped)

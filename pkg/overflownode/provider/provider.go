@@ -77,10 +77,12 @@ type Workload struct {
 // Provider is one external GPU provider. Every method is called with a
 // deadline and must be safe for concurrent use.
 type Provider interface {
-	// Create starts a remote workload for the pod under id. Creating an id
-	// that exists is not an error (the node may have restarted between
-	// creating it and seeing it listed).
-	Create(ctx context.Context, id string, pod *v1.Pod) error
+	// Create starts a remote workload for the pod under id, with the home
+	// Secrets and ConfigMaps it reads. Creating an id that exists is not
+	// an error (the node may have restarted between creating it and
+	// seeing it listed): it brings the workload's copies of refs up to
+	// date, which is how the node passes on a changed Secret.
+	Create(ctx context.Context, id string, pod *v1.Pod, refs Refs) error
 	// Delete stops and removes the remote workload; a missing one is not
 	// an error.
 	Delete(ctx context.Context, id string) error
@@ -98,6 +100,19 @@ type Provider interface {
 	// scheduler moves only pods it can run; Create refuses the rest.
 	Carries() offer.Carries
 }
+
+// Refs are the home Secrets and ConfigMaps a pod reads (by env, envFrom
+// or volume), from the pod's namespace, by name. The overflow node reads
+// only these, and only a provider that carries them (Carries) is given a
+// pod that has any. A provider keeps its copies with the workload and
+// removes them with it; it never logs their data.
+type Refs struct {
+	Secrets    map[string]*v1.Secret
+	ConfigMaps map[string]*v1.ConfigMap
+}
+
+// Empty reports whether there are no refs.
+func (r Refs) Empty() bool { return len(r.Secrets) == 0 && len(r.ConfigMaps) == 0 }
 
 // ErrNotFound is wrapped by Get for a workload that does not exist.
 var ErrNotFound = errors.New("remote workload not found")

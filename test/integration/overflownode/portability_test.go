@@ -16,12 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/sluice-sched/sluice/pkg/overflownode"
 	"github.com/sluice-sched/sluice/test/harness"
 )
 
 // secretDeployment is an inference Deployment whose pods read a Hugging
-// Face token from a Secret, as a typical vLLM Deployment does. The
-// kubernetes provider does not carry Secrets.
+// Face token from a Secret, as a typical vLLM Deployment does.
 func secretDeployment(t *testing.T, cp *harness.ControlPlane, ns, name string, replicas int32) *appsv1.Deployment {
 	t.Helper()
 	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hf"}, StringData: map[string]string{"token": "hf_not_a_real_token"}}
@@ -33,6 +33,13 @@ func secretDeployment(t *testing.T, cp *harness.ControlPlane, ns, name string, r
 	d.Spec.Template.Spec.Containers[0].Env = []v1.EnvVar{{Name: "HF_TOKEN", ValueFrom: &v1.EnvVarSource{
 		SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "hf"}, Key: "token"}}}}
 	return d
+}
+
+// keepsSecretsHome is a kubernetes provider configured to carry no
+// Secrets (secrets: false), as where Secrets must not leave the cluster.
+func keepsSecretsHome(p overflownode.ProviderConfig) overflownode.ProviderConfig {
+	p.Kubernetes.Secrets = ptr.To(false)
+	return p
 }
 
 // watchNeverMoved records, at every change of a pod of app, a pod bound
@@ -93,7 +100,7 @@ func TestUnportableProductionIsNeverAVictim(t *testing.T) {
 	// Equal nodes: without portability the planner's tie-break (name)
 	// picks the Secret Deployment's node, port-a.
 	harness.CreateNodes(t, cp.Client, harness.GPUNode("port-a", 8).Fabric("pl1", "ps1", "pb1").Obj())
-	node := startNode(t, cp, name, kubeProvider(rcp, "burst-east", 0))
+	node := startNode(t, cp, name, keepsSecretsHome(kubeProvider(rcp, "burst-east", 0)))
 	defer node.stop()
 	startScheduler(t, cp)
 	stuck := watchNeverMoved(t, cp, ns, "secret-llm", name)
@@ -134,7 +141,7 @@ func TestUnportablePodIsNotBoundToOverflow(t *testing.T) {
 	name := "ovf-unbound"
 	deleteNodeAtEnd(t, cp, name)
 	harness.CreateNodes(t, cp.Client, harness.GPUNode("unbound-gpu", 8).Fabric("ul1", "us1", "ub1").Obj())
-	node := startNode(t, cp, name, kubeProvider(rcp, "burst-east", 0))
+	node := startNode(t, cp, name, keepsSecretsHome(kubeProvider(rcp, "burst-east", 0)))
 	defer node.stop()
 	startScheduler(t, cp)
 	stuck := watchNeverMoved(t, cp, ns, "secret-llm", name)

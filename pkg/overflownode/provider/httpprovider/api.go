@@ -15,6 +15,13 @@
 // Errors are {"error": "..."}; 422 means the provider cannot run the
 // workload as written. Requests carry "Authorization: Bearer <token>"
 // when a token file is configured.
+//
+// Over https (only), a workload may read Secrets and ConfigMaps: the
+// request carries their data (secrets, configMaps) and the containers
+// refer to them by name (env valueFrom, envFrom, volumes), as a pod does.
+// A PUT for an existing id carries the current data; the provider updates
+// its copies. A provider keeps the data as secrets and never logs it;
+// sluice never logs it either.
 package httpprovider
 
 import "github.com/sluice-sched/sluice/pkg/overflownode/provider"
@@ -30,23 +37,104 @@ type CreateRequest struct {
 	InitContainers []Container       `json:"initContainers,omitempty"`
 	// RestartPolicy is Always, OnFailure or Never.
 	RestartPolicy string `json:"restartPolicy"`
+	// Volumes the containers mount: emptyDir, or a Secret or ConfigMap of
+	// the request.
+	Volumes []Volume `json:"volumes,omitempty"`
+	// Secrets and ConfigMaps are the home objects the workload reads, by
+	// name, with their data (sent only over https).
+	Secrets    []Object `json:"secrets,omitempty"`
+	ConfigMaps []Object `json:"configMaps,omitempty"`
+}
+
+// Object is a Secret or ConfigMap: its name and data (base64 in JSON).
+type Object struct {
+	Name string            `json:"name"`
+	Data map[string][]byte `json:"data"`
+}
+
+// Volume is a volume: exactly one of EmptyDir, Secret and ConfigMap.
+type Volume struct {
+	Name      string        `json:"name"`
+	EmptyDir  *EmptyDir     `json:"emptyDir,omitempty"`
+	Secret    *ObjectSource `json:"secret,omitempty"`
+	ConfigMap *ObjectSource `json:"configMap,omitempty"`
+}
+
+// EmptyDir is scratch space.
+type EmptyDir struct {
+	// SizeLimit is a Kubernetes quantity, e.g. 10Gi.
+	SizeLimit string `json:"sizeLimit,omitempty"`
+}
+
+// ObjectSource is a Secret or ConfigMap of the request as files: every
+// key as a file, or the items listed.
+type ObjectSource struct {
+	Name     string      `json:"name"`
+	Items    []KeyToPath `json:"items,omitempty"`
+	Optional bool        `json:"optional,omitempty"`
+}
+
+// KeyToPath puts one key at a relative path.
+type KeyToPath struct {
+	Key  string `json:"key"`
+	Path string `json:"path"`
+}
+
+// VolumeMount mounts a volume in a container.
+type VolumeMount struct {
+	Name      string `json:"name"`
+	MountPath string `json:"mountPath"`
+	ReadOnly  bool   `json:"readOnly,omitempty"`
+	SubPath   string `json:"subPath,omitempty"`
+}
+
+// KeyRef is one key of a Secret or ConfigMap of the request.
+type KeyRef struct {
+	Name     string `json:"name"`
+	Key      string `json:"key"`
+	Optional bool   `json:"optional,omitempty"`
+}
+
+// EnvSource is where an env var's value comes from: exactly one of
+// Secret and ConfigMap.
+type EnvSource struct {
+	Secret    *KeyRef `json:"secret,omitempty"`
+	ConfigMap *KeyRef `json:"configMap,omitempty"`
+}
+
+// EnvFrom sets an env var for every key of a Secret or ConfigMap of the
+// request (exactly one of them), named Prefix + key.
+type EnvFrom struct {
+	Prefix    string     `json:"prefix,omitempty"`
+	Secret    *ObjectRef `json:"secret,omitempty"`
+	ConfigMap *ObjectRef `json:"configMap,omitempty"`
+}
+
+// ObjectRef names a Secret or ConfigMap of the request.
+type ObjectRef struct {
+	Name     string `json:"name"`
+	Optional bool   `json:"optional,omitempty"`
 }
 
 // Container is one container to run.
 type Container struct {
-	Name      string    `json:"name"`
-	Image     string    `json:"image"`
-	Command   []string  `json:"command,omitempty"`
-	Args      []string  `json:"args,omitempty"`
-	Env       []EnvVar  `json:"env,omitempty"`
-	Ports     []Port    `json:"ports,omitempty"`
-	Resources Resources `json:"resources"`
+	Name         string        `json:"name"`
+	Image        string        `json:"image"`
+	Command      []string      `json:"command,omitempty"`
+	Args         []string      `json:"args,omitempty"`
+	Env          []EnvVar      `json:"env,omitempty"`
+	EnvFrom      []EnvFrom     `json:"envFrom,omitempty"`
+	VolumeMounts []VolumeMount `json:"volumeMounts,omitempty"`
+	Ports        []Port        `json:"ports,omitempty"`
+	Resources    Resources     `json:"resources"`
 }
 
-// EnvVar is a literal environment variable.
+// EnvVar is an environment variable: a literal value, or one key of a
+// Secret or ConfigMap of the request.
 type EnvVar struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
+	Name      string     `json:"name"`
+	Value     string     `json:"value,omitempty"`
+	ValueFrom *EnvSource `json:"valueFrom,omitempty"`
 }
 
 // Port is a container port.

@@ -15,10 +15,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
@@ -43,6 +45,8 @@ type Client struct {
 	token string
 	node  string
 	http  *http.Client
+	// tls: the provider is reached over https, so Secrets may be sent.
+	tls bool
 }
 
 var _ provider.Provider = &Client{}
@@ -74,12 +78,16 @@ func New(o Options) (*Client, error) {
 		}
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	return &Client{base: u, token: o.TokenFile, node: o.Node, http: &http.Client{Transport: transport}}, nil
+	return &Client{base: u, token: o.TokenFile, node: o.Node, http: &http.Client{Transport: transport}, tls: u.Scheme == "https"}, nil
 }
 
 // Create puts the workload.
-func (c *Client) Create(ctx context.Context, id string, pod *v1.Pod) error {
-	req, err := Request(id, c.node, pod)
+func (c *Client) Create(ctx context.Context, id string, pod *v1.Pod, refs provider.Refs) error {
+	if !refs.Empty() && !c.tls {
+		// Carries says so too; this is the last guard.
+		return fmt.Errorf("%w: Secrets and ConfigMaps are sent only over https", provider.ErrUnsupported)
+	}
+	req, err := Request(id, c.node, pod, c.Carries(), refs)
 	if err != nil {
 		return err
 	}
@@ -144,8 +152,14 @@ func (c *Client) Capacity(ctx context.Context) (v1.ResourceList, error) {
 }
 
 // Carries is what the HTTP contract carries: containers, their literal
-// environment, ports and resources; no volumes, Secrets or ConfigMaps.
-func (c *Client) Carries() offer.Carries { return offer.Carries{} }
+// environment, ports, resources and emptyDir volumes; over https also the
+// Secrets and ConfigMaps they read (env, envFrom, volumes).
+func (c *Client) Carries() offer.Carries {
+	if !c.tls {
+		return offer.Carries{Volumes: []string{"emptyDir"}}
+	}
+	return offer.Carries{Volumes: []string{"emptyDir", "secret", "configMap"}, Secrets: true, ConfigMaps: true}
+}
 
 // Health reads the health.
 func (c *Client) Health(ctx context.Context) error {
@@ -237,11 +251,13 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	return nil
 }
 
-// Request builds the create request for pod: only what the contract can
-// carry (containers, literal environment, ports, resources); anything else
-// fails with provider.ErrUnsupported naming the field.
-func Request(id, node string, pod *v1.Pod) (*CreateRequest, error) {
-	p, err := provider.Portable(pod, offer.Carries{})
+// Request builds the create request for pod: only what carries covers
+// (containers, literal environment, ports, resources, emptyDir volumes,
+// and, when carried, the Secrets and ConfigMaps in refs that the pod
+// reads); anything else fails with provider.ErrUnsupported naming the
+// field.
+func Request(id, node string, pod *v1.Pod, carries offer.Carries, refs provider.Refs) (*CreateRequest, error) {
+	p, err := provider.Portable(pod, carries)
 	if err != nil {
 		return nil, err
 	}
@@ -254,22 +270,75 @@ func Request(id, node string, pod *v1.Pod) (*CreateRequest, error) {
 	if req.RestartPolicy == "" {
 		req.RestartPolicy = string(v1.RestartPolicyAlways)
 	}
+	for _, name := range sortedKeys(refs.Secrets) {
+		req.Secrets = append(req.Secrets, Object{Name: name, Data: refs.Secrets[name].Data})
+	}
+	for _, name := range sortedKeys(refs.ConfigMaps) {
+		c := refs.ConfigMaps[name]
+		data := make(map[string][]byte, len(c.Data)+len(c.BinaryData))
+		for k, v := range c.Data {
+			data[k] = []byte(v)
+		}
+		for k, v := range c.BinaryData {
+			data[k] = v
+		}
+		req.ConfigMaps = append(req.ConfigMaps, Object{Name: name, Data: data})
+	}
+	for i, vol := range p.Volumes {
+		out := Volume{Name: vol.Name}
+		switch {
+		case vol.EmptyDir != nil:
+			out.EmptyDir = &EmptyDir{}
+			if l := vol.EmptyDir.SizeLimit; l != nil {
+				out.EmptyDir.SizeLimit = l.String()
+			}
+		case vol.Secret != nil:
+			out.Secret = &ObjectSource{Name: vol.Secret.SecretName, Items: items(vol.Secret.Items), Optional: ptr.Deref(vol.Secret.Optional, false)}
+		case vol.ConfigMap != nil:
+			out.ConfigMap = &ObjectSource{Name: vol.ConfigMap.Name, Items: items(vol.ConfigMap.Items), Optional: ptr.Deref(vol.ConfigMap.Optional, false)}
+		default:
+			return nil, fmt.Errorf("%w: spec.volumes[%d] (%s): %s volumes cannot be carried over HTTP", provider.ErrUnsupported, i, vol.Name, offer.VolumeType(vol))
+		}
+		req.Volumes = append(req.Volumes, out)
+	}
 	for _, set := range []struct {
 		path string
 		in   []v1.Container
 		out  *[]Container
 	}{{"spec.containers", p.Containers, &req.Containers}, {"spec.initContainers", p.InitContainers, &req.InitContainers}} {
 		for i, c := range set.in {
-			if len(c.VolumeMounts) > 0 {
-				return nil, fmt.Errorf("%w: %s[%d] (%s): volume mounts cannot be carried over HTTP", provider.ErrUnsupported, set.path, i, c.Name)
-			}
 			out := Container{Name: c.Name, Image: c.Image, Command: c.Command, Args: c.Args,
 				Resources: Resources{Requests: quantities(c.Resources.Requests), Limits: quantities(c.Resources.Limits)}}
-			for _, e := range c.Env {
-				if e.ValueFrom != nil {
-					return nil, fmt.Errorf("%w: %s[%d] (%s): env %s is not a literal value", provider.ErrUnsupported, set.path, i, c.Name, e.Name)
+			for _, m := range c.VolumeMounts {
+				if m.SubPathExpr != "" || m.MountPropagation != nil {
+					return nil, fmt.Errorf("%w: %s[%d] (%s): volume mount %s: subPathExpr and mountPropagation cannot be carried over HTTP", provider.ErrUnsupported, set.path, i, c.Name, m.Name)
 				}
-				out.Env = append(out.Env, EnvVar{Name: e.Name, Value: e.Value})
+				out.VolumeMounts = append(out.VolumeMounts, VolumeMount{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly, SubPath: m.SubPath})
+			}
+			for _, from := range c.EnvFrom {
+				e := EnvFrom{Prefix: from.Prefix}
+				switch {
+				case from.SecretRef != nil:
+					e.Secret = &ObjectRef{Name: from.SecretRef.Name, Optional: ptr.Deref(from.SecretRef.Optional, false)}
+				case from.ConfigMapRef != nil:
+					e.ConfigMap = &ObjectRef{Name: from.ConfigMapRef.Name, Optional: ptr.Deref(from.ConfigMapRef.Optional, false)}
+				default:
+					return nil, fmt.Errorf("%w: %s[%d] (%s): envFrom without a Secret or ConfigMap cannot be carried over HTTP", provider.ErrUnsupported, set.path, i, c.Name)
+				}
+				out.EnvFrom = append(out.EnvFrom, e)
+			}
+			for _, e := range c.Env {
+				env := EnvVar{Name: e.Name, Value: e.Value}
+				switch from := e.ValueFrom; {
+				case from == nil:
+				case from.SecretKeyRef != nil:
+					env.ValueFrom = &EnvSource{Secret: &KeyRef{Name: from.SecretKeyRef.Name, Key: from.SecretKeyRef.Key, Optional: ptr.Deref(from.SecretKeyRef.Optional, false)}}
+				case from.ConfigMapKeyRef != nil:
+					env.ValueFrom = &EnvSource{ConfigMap: &KeyRef{Name: from.ConfigMapKeyRef.Name, Key: from.ConfigMapKeyRef.Key, Optional: ptr.Deref(from.ConfigMapKeyRef.Optional, false)}}
+				default:
+					return nil, fmt.Errorf("%w: %s[%d] (%s): env %s is not a literal value, a Secret or a ConfigMap", provider.ErrUnsupported, set.path, i, c.Name, e.Name)
+				}
+				out.Env = append(out.Env, env)
 			}
 			for _, p := range c.Ports {
 				out.Ports = append(out.Ports, Port{Name: p.Name, ContainerPort: p.ContainerPort, Protocol: string(p.Protocol)})
@@ -288,5 +357,22 @@ func quantities(l v1.ResourceList) map[string]string {
 	for name, q := range l {
 		out[string(name)] = q.String()
 	}
+	return out
+}
+
+func items(in []v1.KeyToPath) []KeyToPath {
+	var out []KeyToPath
+	for _, it := range in {
+		out = append(out, KeyToPath{Key: it.Key, Path: it.Path})
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }

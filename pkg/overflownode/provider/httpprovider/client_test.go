@@ -77,12 +77,12 @@ func TestLifecycle(t *testing.T) {
 	}
 	p := pod("llm-0", "a")
 	id := provider.IDFor(p.UID)
-	if err := c.Create(ctx, id, p); err != nil {
+	if err := c.Create(ctx, id, p, provider.Refs{}); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
 	// Idempotent: a repeated create (after a restart) is not an error and
 	// makes no second workload.
-	if err := c.Create(ctx, id, p); err != nil {
+	if err := c.Create(ctx, id, p, provider.Refs{}); err != nil {
 		t.Fatalf("second Create: %v", err)
 	}
 	if srv.Creates() != 1 {
@@ -141,19 +141,19 @@ func TestErrors(t *testing.T) {
 
 	bad := pod("llm-1", "b")
 	bad.Spec.Containers[0].Image = ""
-	if err := c.Create(ctx, provider.IDFor(bad.UID), bad); !errors.Is(err, provider.ErrUnsupported) {
+	if err := c.Create(ctx, provider.IDFor(bad.UID), bad, provider.Refs{}); !errors.Is(err, provider.ErrUnsupported) {
 		t.Errorf("422: %v, want ErrUnsupported", err)
 	}
 
 	withVolume := pod("llm-2", "c")
 	withVolume.Spec.Volumes = []v1.Volume{{Name: "weights", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "w"}}}}
-	err := c.Create(ctx, provider.IDFor(withVolume.UID), withVolume)
+	err := c.Create(ctx, provider.IDFor(withVolume.UID), withVolume, provider.Refs{})
 	if !errors.Is(err, provider.ErrUnsupported) || !strings.Contains(err.Error(), "spec.volumes[0] (weights)") {
 		t.Errorf("PVC volume: %v, want ErrUnsupported naming spec.volumes[0] (weights)", err)
 	}
 	secretEnv := pod("llm-3", "d")
 	secretEnv.Spec.Containers[0].Env = append(secretEnv.Spec.Containers[0].Env, v1.EnvVar{Name: "KEY", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}})
-	if err := c.Create(ctx, provider.IDFor(secretEnv.UID), secretEnv); !errors.Is(err, provider.ErrUnsupported) || !strings.Contains(err.Error(), "env KEY") {
+	if err := c.Create(ctx, provider.IDFor(secretEnv.UID), secretEnv, provider.Refs{}); !errors.Is(err, provider.ErrUnsupported) || !strings.Contains(err.Error(), "env KEY") {
 		t.Errorf("secret env: %v, want ErrUnsupported naming env KEY", err)
 	}
 
@@ -203,6 +203,11 @@ func TestOpenAPIDocument(t *testing.T) {
 		"Capacity":      reflect.TypeFor[httpprovider.Capacity](),
 		"WorkloadList":  reflect.TypeFor[httpprovider.WorkloadList](),
 		"Error":         reflect.TypeFor[httpprovider.Error](),
+		"Object":        reflect.TypeFor[httpprovider.Object](),
+		"Volume":        reflect.TypeFor[httpprovider.Volume](),
+		"ObjectSource":  reflect.TypeFor[httpprovider.ObjectSource](),
+		"KeyRef":        reflect.TypeFor[httpprovider.KeyRef](),
+		"ObjectRef":     reflect.TypeFor[httpprovider.ObjectRef](),
 	} {
 		props := doc.Components.Schemas[schema].Properties
 		for i := range typ.NumField() {
@@ -211,5 +216,86 @@ func TestOpenAPIDocument(t *testing.T) {
 				t.Errorf("schema %s has no property %q (Go field %s.%s)", schema, name, typ.Name(), typ.Field(i).Name)
 			}
 		}
+	}
+}
+
+// readsHome makes p read Secret hf (env HF_TOKEN, and envFrom with a
+// prefix) and ConfigMap model (a volume of one item).
+func readsHome(p *v1.Pod) {
+	p.Spec.Volumes = []v1.Volume{{Name: "model", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+		LocalObjectReference: v1.LocalObjectReference{Name: "model"}, Items: []v1.KeyToPath{{Key: "config.json", Path: "model.json"}}}}}}
+	c := &p.Spec.Containers[0]
+	c.Env = append(c.Env, v1.EnvVar{Name: "HF_TOKEN", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "hf"}, Key: "token"}}})
+	c.EnvFrom = []v1.EnvFromSource{{Prefix: "HF_", SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "hf"}}}}
+	c.VolumeMounts = []v1.VolumeMount{{Name: "model", MountPath: "/etc/model", ReadOnly: true}}
+}
+
+func homeRefs(token string) provider.Refs {
+	return provider.Refs{
+		Secrets:    map[string]*v1.Secret{"hf": {ObjectMeta: metav1.ObjectMeta{Name: "hf"}, Data: map[string][]byte{"token": []byte(token)}}},
+		ConfigMaps: map[string]*v1.ConfigMap{"model": {ObjectMeta: metav1.ObjectMeta{Name: "model"}, Data: map[string]string{"config.json": `{"model":"llama"}`}}},
+	}
+}
+
+// TestSecretsOverTLS: over https the request carries the Secrets and
+// ConfigMaps a pod reads, the provider resolves the pod's env and files
+// from them, and a repeated PUT replaces them; over plain http the client
+// says it carries none and refuses to send them.
+func TestSecretsOverTLS(t *testing.T) {
+	srv := providerserver.Start(providerserver.Options{Capacity: map[string]string{"nvidia.com/gpu": "16"}, TLS: true})
+	defer srv.Close()
+	ca, err := srv.WriteCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := httpprovider.New(httpprovider.Options{URL: srv.URL, CAFile: ca, Node: "sluice-overflow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Carries(); !got.Secrets || !got.ConfigMaps {
+		t.Errorf("over https the client carries %+v, want Secrets and ConfigMaps", got)
+	}
+	ctx := context.Background()
+	p := pod("llm-0", "s")
+	readsHome(p)
+	id := provider.IDFor(p.UID)
+	if err := c.Create(ctx, id, p, homeRefs("one")); err != nil {
+		t.Fatalf("Create over https: %v", err)
+	}
+	env, ok := srv.Env(id, "server")
+	want := map[string]string{"MODEL": "llama", "POD": "llm-0", "HF_TOKEN": "one", "HF_token": "one"}
+	if diff := cmp.Diff(want, env); !ok || diff != "" {
+		t.Errorf("the remote environment (-want,+got):\n%s", diff)
+	}
+	if b, ok := srv.File(id, "model", "model.json"); !ok || string(b) != `{"model":"llama"}` {
+		t.Errorf("the remote file model.json = %q (%v), want the ConfigMap's config.json", b, ok)
+	}
+	if err := c.Create(ctx, id, p, homeRefs("two")); err != nil {
+		t.Fatalf("Create again with a changed Secret: %v", err)
+	}
+	if env, _ := srv.Env(id, "server"); env["HF_TOKEN"] != "two" {
+		t.Errorf("after the change the remote HF_TOKEN is the old one")
+	}
+	if err := c.Create(ctx, provider.IDFor("uid-x"), pod("llm-x", "x"), provider.Refs{}); err != nil {
+		t.Errorf("a pod without Secrets over https: %v", err)
+	}
+	missing := pod("llm-1", "m")
+	readsHome(missing)
+	if err := c.Create(ctx, provider.IDFor(missing.UID), missing, provider.Refs{}); !errors.Is(err, provider.ErrUnsupported) || !strings.Contains(err.Error(), "is not in the request") {
+		t.Errorf("a pod whose Secret and ConfigMap are not in the request: %v, want a 422 saying so", err)
+	}
+
+	plain := providerserver.Start(providerserver.Options{Capacity: map[string]string{"nvidia.com/gpu": "16"}})
+	defer plain.Close()
+	h := newClient(t, plain, "")
+	if got := h.Carries(); got.Secrets || got.ConfigMaps {
+		t.Errorf("over plain http the client carries %+v, want no Secrets or ConfigMaps", got)
+	}
+	if err := h.Create(ctx, id, p, homeRefs("one")); !errors.Is(err, provider.ErrUnsupported) {
+		t.Errorf("Secrets over plain http: %v, want ErrUnsupported", err)
+	}
+	if len(plain.IDs()) != 0 {
+		t.Errorf("a workload reading Secrets was created over plain http")
 	}
 }

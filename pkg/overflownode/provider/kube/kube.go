@@ -9,18 +9,29 @@
 // A remote pod is named by the id sluice assigned and carries the overflow
 // node's name and the home pod's namespace, name and UID as labels and
 // annotations; nothing else is kept anywhere.
+//
+// The home Secrets and ConfigMaps a pod reads are copied into the remote
+// namespace as objects of their own, named after the remote pod
+// (<id>-s-<name>, <id>-c-<name>), owned by it (so the remote cluster's
+// garbage collector removes them with it) and labelled like it; the
+// remote pod reads the copies. Create brings the copies up to date when
+// the node hands it newer home objects.
 package kube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -44,61 +55,200 @@ type Provider struct {
 	client    kubernetes.Interface
 	namespace string
 	node      string
+	opts      Options
+}
+
+// Options say what of the home cluster the provider copies to the remote
+// one.
+type Options struct {
+	// Secrets: pods reading home Secrets run here, the Secrets copied.
+	Secrets bool
+	// ConfigMaps: pods reading home ConfigMaps run here, copied.
+	ConfigMaps bool
 }
 
 // New returns a provider that creates pods in namespace through client,
 // on behalf of the overflow node named node.
-func New(client kubernetes.Interface, namespace, node string) *Provider {
-	return &Provider{client: client, namespace: namespace, node: node}
+func New(client kubernetes.Interface, namespace, node string, opts Options) *Provider {
+	return &Provider{client: client, namespace: namespace, node: node, opts: opts}
 }
 
 // FromKubeconfig builds a provider from a kubeconfig file.
-func FromKubeconfig(path, namespace, node string) (*Provider, error) {
+func FromKubeconfig(path, namespace, node string, opts Options) (*Provider, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
 	cfg.UserAgent = "sluice-overflow-node"
+	// client-go's default (5 QPS, burst 10) is below what one reconcile
+	// (health, listing, capacity) and a wave of moves with their Secret
+	// copies ask of the remote apiserver; its own priority and fairness
+	// still guards it.
+	cfg.QPS, cfg.Burst = 50, 100
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
-	return New(client, namespace, node), nil
+	return New(client, namespace, node, opts), nil
 }
 
 var _ provider.Provider = &Provider{}
 
-// Create creates the remote pod.
-func (p *Provider) Create(ctx context.Context, id string, pod *v1.Pod) error {
-	remote, err := RemotePod(id, p.node, p.namespace, pod)
+// Create creates the remote pod, then the copies of the Secrets and
+// ConfigMaps it reads, owned by it (until they exist the remote kubelet
+// holds the pod back, as it does for any missing Secret); for a remote pod
+// that exists it brings the copies up to date.
+func (p *Provider) Create(ctx context.Context, id string, pod *v1.Pod, refs provider.Refs) error {
+	remote, err := RemotePod(id, p.node, p.namespace, pod, p.opts)
 	if err != nil {
 		return err
 	}
-	_, err = p.client.CoreV1().Pods(p.namespace).Create(ctx, remote, metav1.CreateOptions{})
+	created, err := p.client.CoreV1().Pods(p.namespace).Create(ctx, remote, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return nil
+		created, err = p.client.CoreV1().Pods(p.namespace).Get(ctx, id, metav1.GetOptions{})
 	}
 	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 		// The remote cluster refuses this pod as written (admission,
 		// quota, policy): say so, do not hammer it.
 		return fmt.Errorf("%w: remote cluster refused pod: %v", provider.ErrUnsupported, err)
 	}
-	return err
-}
-
-// Carries is what the provider carries: scratch space and env from the
-// container's own resources, nothing of the home cluster's.
-func (p *Provider) Carries() offer.Carries { return carries() }
-
-func carries() offer.Carries { return offer.Carries{Volumes: []string{"emptyDir"}, ResourceEnv: true} }
-
-// Delete deletes the remote pod.
-func (p *Provider) Delete(ctx context.Context, id string) error {
-	err := p.client.CoreV1().Pods(p.namespace).Delete(ctx, id, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
+	if err != nil {
+		return err
+	}
+	if refs.Empty() {
 		return nil
 	}
-	return err
+	return p.copyRefs(ctx, created, pod, refs)
+}
+
+// copyRefs creates or updates the remote copies of refs, owned by the
+// remote pod.
+func (p *Provider) copyRefs(ctx context.Context, remote, home *v1.Pod, refs provider.Refs) error {
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name: name, Namespace: p.namespace,
+			Labels:          map[string]string{LabelManagedBy: ManagedBy, LabelNode: p.node, LabelPodUID: string(home.UID)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: remote.Name, UID: remote.UID}},
+		}
+	}
+	secrets := p.client.CoreV1().Secrets(p.namespace)
+	for name, s := range refs.Secrets {
+		if !p.opts.Secrets {
+			return fmt.Errorf("%w: Secret %s: Secrets are not carried", provider.ErrUnsupported, name)
+		}
+		want := &v1.Secret{ObjectMeta: meta(SecretCopy(remote.Name, name)), Type: copyType(s.Type), Data: s.Data}
+		_, err := secrets.Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			var have *v1.Secret
+			if have, err = secrets.Get(ctx, want.Name, metav1.GetOptions{}); err == nil && !equality.Semantic.DeepEqual(have.Data, want.Data) {
+				have.Data = want.Data
+				_, err = secrets.Update(ctx, have, metav1.UpdateOptions{})
+			}
+		}
+		if err != nil {
+			// The error names the copy, never its data.
+			return fmt.Errorf("copying Secret %s/%s to %s: %w", home.Namespace, name, SecretCopy(remote.Name, name), err)
+		}
+	}
+	configMaps := p.client.CoreV1().ConfigMaps(p.namespace)
+	for name, c := range refs.ConfigMaps {
+		if !p.opts.ConfigMaps {
+			return fmt.Errorf("%w: ConfigMap %s: ConfigMaps are not carried", provider.ErrUnsupported, name)
+		}
+		want := &v1.ConfigMap{ObjectMeta: meta(ConfigMapCopy(remote.Name, name)), Data: c.Data, BinaryData: c.BinaryData}
+		_, err := configMaps.Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			var have *v1.ConfigMap
+			if have, err = configMaps.Get(ctx, want.Name, metav1.GetOptions{}); err == nil &&
+				(!equality.Semantic.DeepEqual(have.Data, want.Data) || !equality.Semantic.DeepEqual(have.BinaryData, want.BinaryData)) {
+				have.Data, have.BinaryData = want.Data, want.BinaryData
+				_, err = configMaps.Update(ctx, have, metav1.UpdateOptions{})
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("copying ConfigMap %s/%s to %s: %w", home.Namespace, name, ConfigMapCopy(remote.Name, name), err)
+		}
+	}
+	return nil
+}
+
+// copyType keeps a Secret's type, except those the remote apiserver
+// would check against things that exist only at home.
+func copyType(t v1.SecretType) v1.SecretType {
+	if t == v1.SecretTypeServiceAccountToken || t == "" {
+		return v1.SecretTypeOpaque
+	}
+	return t
+}
+
+// SecretCopy and ConfigMapCopy name the remote copy of the home object
+// name that remote pod id reads: <id>-s-<name>, or, when that is longer
+// than an object name may be, <id>-s- and a hash of name.
+func SecretCopy(id, name string) string { return copyName(id, "s", name) }
+
+// ConfigMapCopy names a ConfigMap's copy (SecretCopy).
+func ConfigMapCopy(id, name string) string { return copyName(id, "c", name) }
+
+func copyName(id, kind, name string) string {
+	out := id + "-" + kind + "-" + name
+	if len(out) <= validation.DNS1123SubdomainMaxLength {
+		return out
+	}
+	sum := sha256.Sum256([]byte(name))
+	return id + "-" + kind + "-" + hex.EncodeToString(sum[:16])
+}
+
+// Carries is what the provider carries: scratch space, env from the
+// container's own resources, and, as configured, the Secrets and
+// ConfigMaps a pod reads (copied).
+func (p *Provider) Carries() offer.Carries { return carries(p.opts) }
+
+func carries(o Options) offer.Carries {
+	c := offer.Carries{Volumes: []string{"emptyDir"}, ResourceEnv: true, Secrets: o.Secrets, ConfigMaps: o.ConfigMaps}
+	if o.Secrets {
+		c.Volumes = append(c.Volumes, "secret")
+	}
+	if o.ConfigMaps {
+		c.Volumes = append(c.Volumes, "configMap")
+	}
+	return c
+}
+
+// Delete deletes the remote pod and the copies it reads (which the remote
+// garbage collector would remove too, later).
+func (p *Provider) Delete(ctx context.Context, id string) error {
+	err := p.client.CoreV1().Pods(p.namespace).Delete(ctx, id, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	uid, ok := provider.UIDOf(id)
+	if !ok || (!p.opts.Secrets && !p.opts.ConfigMaps) {
+		return nil
+	}
+	sel := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy, LabelNode: p.node, LabelPodUID: string(uid)}).String()}
+	if p.opts.Secrets {
+		list, err := p.client.CoreV1().Secrets(p.namespace).List(ctx, sel)
+		if err != nil {
+			return fmt.Errorf("listing the Secret copies of %s: %w", id, err)
+		}
+		for _, s := range list.Items {
+			if err := p.client.CoreV1().Secrets(p.namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting the Secret copy %s: %w", s.Name, err)
+			}
+		}
+	}
+	if p.opts.ConfigMaps {
+		list, err := p.client.CoreV1().ConfigMaps(p.namespace).List(ctx, sel)
+		if err != nil {
+			return fmt.Errorf("listing the ConfigMap copies of %s: %w", id, err)
+		}
+		for _, c := range list.Items {
+			if err := p.client.CoreV1().ConfigMaps(p.namespace).Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting the ConfigMap copy %s: %w", c.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Get reads one remote pod.
@@ -247,13 +397,17 @@ func messageOf(pod *v1.Pod) string {
 // RemotePod translates a home pod into the pod the remote cluster runs.
 // What only makes sense at home (node name, affinity, tolerations of home
 // taints, priority class, scheduler name, service account token) is left
-// out; what cannot be carried over fails with provider.ErrUnsupported
-// naming the field (provider.Portable).
-func RemotePod(id, node, namespace string, pod *v1.Pod) (*v1.Pod, error) {
-	p, err := provider.Portable(pod, carries())
+// out; the Secrets and ConfigMaps it reads are read from their copies;
+// what cannot be carried over fails with provider.ErrUnsupported naming
+// the field (provider.Portable).
+func RemotePod(id, node, namespace string, pod *v1.Pod, opts Options) (*v1.Pod, error) {
+	p, err := provider.Portable(pod, carries(opts))
 	if err != nil {
 		return nil, err
 	}
+	provider.RenameRefs(p,
+		func(name string) string { return SecretCopy(id, name) },
+		func(name string) string { return ConfigMapCopy(id, name) })
 	lbls := map[string]string{}
 	for k, v := range pod.Labels {
 		lbls[k] = v

@@ -41,7 +41,7 @@ func homePod() *v1.Pod {
 }
 
 func TestRemotePod(t *testing.T) {
-	remote, err := RemotePod("sluice-0b7e", "sluice-overflow", "burst", homePod())
+	remote, err := RemotePod("sluice-0b7e", "sluice-overflow", "burst", homePod(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +74,98 @@ func TestRemotePod(t *testing.T) {
 
 	withSecret := homePod()
 	withSecret.Spec.Volumes = append(withSecret.Spec.Volumes, v1.Volume{Name: "creds", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}})
-	if _, err := RemotePod("sluice-0b7e", "n", "burst", withSecret); !errors.Is(err, provider.ErrUnsupported) || !strings.Contains(err.Error(), "spec.volumes[2] (creds)") {
-		t.Errorf("secret volume: %v, want ErrUnsupported naming spec.volumes[2] (creds)", err)
+	if _, err := RemotePod("sluice-0b7e", "n", "burst", withSecret, Options{ConfigMaps: true}); !errors.Is(err, provider.ErrUnsupported) || !strings.Contains(err.Error(), "spec.volumes[2] (creds)") {
+		t.Errorf("secret volume, Secrets not carried: %v, want ErrUnsupported naming spec.volumes[2] (creds)", err)
+	}
+}
+
+// readsHome makes a pod read Secret hf (env and envFrom) and ConfigMap
+// model (volume).
+func readsHome(p *v1.Pod) {
+	p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "model", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+		LocalObjectReference: v1.LocalObjectReference{Name: "model"}}}})
+	c := &p.Spec.Containers[0]
+	c.Env = append(c.Env, v1.EnvVar{Name: "HF_TOKEN", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "hf"}, Key: "token"}}})
+	c.EnvFrom = []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "hf"}}}}
+	c.VolumeMounts = append(c.VolumeMounts, v1.VolumeMount{Name: "model", MountPath: "/etc/model"})
+}
+
+// TestSecretsAndConfigMapsAreCopied: the remote pod reads copies of the
+// home objects, owned by it and kept up to date; Delete removes them; the
+// home pod is not changed.
+func TestSecretsAndConfigMapsAreCopied(t *testing.T) {
+	client := fake.NewClientset()
+	p := New(client, "burst", "sluice-overflow", Options{Secrets: true, ConfigMaps: true})
+	ctx := context.Background()
+	home := homePod()
+	readsHome(home)
+	before := home.DeepCopy()
+	refs := provider.Refs{
+		Secrets:    map[string]*v1.Secret{"hf": {ObjectMeta: metav1.ObjectMeta{Namespace: "serve", Name: "hf"}, Type: v1.SecretTypeOpaque, Data: map[string][]byte{"token": []byte("one")}}},
+		ConfigMaps: map[string]*v1.ConfigMap{"model": {ObjectMeta: metav1.ObjectMeta{Namespace: "serve", Name: "model"}, Data: map[string]string{"config.json": "{}"}}},
+	}
+	if err := p.Create(ctx, "sluice-0b7e", home, refs); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, home); diff != "" {
+		t.Errorf("Create changed the home pod (-before,+after):\n%s", diff)
+	}
+	remote, err := client.CoreV1().Pods("burst").Get(ctx, "sluice-0b7e", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := remote.Spec.Containers[0]
+	if got := c.Env[len(c.Env)-1].ValueFrom.SecretKeyRef.Name; got != "sluice-0b7e-s-hf" {
+		t.Errorf("env HF_TOKEN reads Secret %s, want the copy sluice-0b7e-s-hf", got)
+	}
+	if got := c.EnvFrom[0].SecretRef.Name; got != "sluice-0b7e-s-hf" {
+		t.Errorf("envFrom reads Secret %s, want the copy", got)
+	}
+	if got := remote.Spec.Volumes[len(remote.Spec.Volumes)-1].ConfigMap.Name; got != "sluice-0b7e-c-model" {
+		t.Errorf("volume model reads ConfigMap %s, want the copy sluice-0b7e-c-model", got)
+	}
+	secret, err := client.CoreV1().Secrets("burst").Get(ctx, "sluice-0b7e-s-hf", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(secret.Data["token"]) != "one" || len(secret.OwnerReferences) != 1 || secret.OwnerReferences[0].Name != "sluice-0b7e" ||
+		secret.OwnerReferences[0].Kind != "Pod" || secret.Labels[LabelPodUID] != "0b7e" {
+		t.Errorf("Secret copy %+v, want the data, owned by the remote pod, labelled with the home pod's UID", secret.ObjectMeta)
+	}
+	if _, err := client.CoreV1().ConfigMaps("burst").Get(ctx, "sluice-0b7e-c-model", metav1.GetOptions{}); err != nil {
+		t.Errorf("ConfigMap copy: %v", err)
+	}
+
+	refs.Secrets["hf"].Data = map[string][]byte{"token": []byte("two")}
+	if err := p.Create(ctx, "sluice-0b7e", home, refs); err != nil {
+		t.Fatalf("Create of an existing workload with a changed Secret: %v", err)
+	}
+	if secret, _ := client.CoreV1().Secrets("burst").Get(ctx, "sluice-0b7e-s-hf", metav1.GetOptions{}); string(secret.Data["token"]) != "two" {
+		t.Errorf("Secret copy after the change has %q, want two", secret.Data["token"])
+	}
+
+	if err := p.Delete(ctx, "sluice-0b7e"); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := client.CoreV1().Secrets("burst").List(ctx, metav1.ListOptions{}); len(s.Items) != 0 {
+		t.Errorf("Secret copies left after Delete: %d", len(s.Items))
+	}
+	if c, _ := client.CoreV1().ConfigMaps("burst").List(ctx, metav1.ListOptions{}); len(c.Items) != 0 {
+		t.Errorf("ConfigMap copies left after Delete: %d", len(c.Items))
+	}
+
+	// Not carried: refused, nothing created.
+	none := New(fake.NewClientset(), "burst", "sluice-overflow", Options{})
+	if err := none.Create(ctx, "sluice-0b7e", home, refs); !errors.Is(err, provider.ErrUnsupported) || !strings.Contains(err.Error(), "are not carried") {
+		t.Errorf("Secrets and ConfigMaps not carried: %v, want ErrUnsupported saying so", err)
+	}
+	secretsOnly := New(fake.NewClientset(), "burst", "sluice-overflow", Options{ConfigMaps: true})
+	if err := secretsOnly.Create(ctx, "sluice-0b7e", home, refs); !errors.Is(err, provider.ErrUnsupported) || !strings.Contains(err.Error(), "envFrom refers to Secret hf") {
+		t.Errorf("Secrets not carried: %v, want ErrUnsupported naming the envFrom", err)
+	}
+	if got := SecretCopy("sluice-0b7e", strings.Repeat("x", 250)); len(got) > 253 || !strings.HasPrefix(got, "sluice-0b7e-s-") {
+		t.Errorf("copy of a long name: %q (%d), want a hashed name within 253", got, len(got))
 	}
 }
 
@@ -88,13 +178,13 @@ func TestListAndCapacity(t *testing.T) {
 		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cordoned"}, Spec: v1.NodeSpec{Unschedulable: true}, Status: v1.NodeStatus{Allocatable: alloc, Conditions: ready}},
 		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "notready"}, Status: v1.NodeStatus{Allocatable: alloc}},
 	)
-	p := New(client, "burst", "sluice-overflow")
-	other := New(client, "burst", "another-overflow")
+	p := New(client, "burst", "sluice-overflow", Options{})
+	other := New(client, "burst", "another-overflow", Options{})
 	ctx := context.Background()
-	if err := p.Create(ctx, "sluice-0b7e", homePod()); err != nil {
+	if err := p.Create(ctx, "sluice-0b7e", homePod(), provider.Refs{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Create(ctx, "sluice-0b7e", homePod()); err != nil {
+	if err := p.Create(ctx, "sluice-0b7e", homePod(), provider.Refs{}); err != nil {
 		t.Errorf("repeated create: %v", err)
 	}
 	list, err := p.List(ctx)
