@@ -61,6 +61,9 @@ type Cache struct {
 	// refusedShrink: the last answer was refused for lacking some.
 	missing       map[string]bool
 	refusedShrink bool
+	// unknownSeen are the state words this version does not know that
+	// have been logged (once each, at the default level).
+	unknownSeen map[string]bool
 }
 
 // NewCache builds a cache; Run starts polling.
@@ -179,6 +182,17 @@ func (c *Cache) Poll(ctx context.Context) error {
 		for _, n := range snap.Nodes {
 			if len(n.UnknownStates) > 0 {
 				unknown++
+			}
+			for _, w := range n.UnknownStates {
+				if c.unknownSeen[w] {
+					continue
+				}
+				if c.unknownSeen == nil {
+					c.unknownSeen = map[string]bool{}
+				}
+				c.unknownSeen[w] = true
+				logger.Info("Slurm reports a node state this version of sluice does not know: it is ignored, the node is judged by its other states (logged once per state)",
+					"state", w, "node", n.Name, "nodeState", n.StateString(), "apiVersion", snap.Version)
 			}
 		}
 		metrics.SlurmUnknownStateNodes.Set(float64(unknown))

@@ -4,8 +4,11 @@
 package slurm
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -461,5 +464,37 @@ func TestGRESChangesAreChanges(t *testing.T) {
 	snap, _, _ := cache.Snapshot()
 	if _, used := snap.Nodes["gpu01"].GPUs("shard"); used != 6 {
 		t.Errorf("shards in use after Slurm's jobs took 6: %d, want 6", used)
+	}
+}
+
+// TestUnknownStateLoggedOnce: a state word this version does not know is
+// logged at the default level once, naming a node, however many polls
+// and nodes show it.
+func TestUnknownStateLoggedOnce(t *testing.T) {
+	nodes := `[{"name":"gpu01","state":["IDLE","SHINY_NEW"],"gres":"gpu:8","gres_used":"gpu:0"},{"name":"gpu02","state":["IDLE","SHINY_NEW"],"gres":"gpu:8","gres_used":"gpu:0"}]`
+	fake := &fakeRestd{version: "v0.0.42", nodes: nodes, changedAt: 1000, lastUpdated: true}
+	var buf bytes.Buffer
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf), textlogger.Verbosity(0)))
+	ctx := klog.NewContext(context.Background(), logger)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, User: "root", TokenFile: writeToken(t, t.TempDir(), "t")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewCache(c, CacheConfig{Interval: time.Hour})
+	for range 3 {
+		fake.mu.Lock()
+		fake.changedAt++ // a changed answer each time
+		fake.mu.Unlock()
+		if err := cache.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(buf.String(), `state="SHINY_NEW"`); n != 1 {
+		t.Errorf("the unknown state was logged %d times, want once:\n%s", n, buf.String())
+	}
+	if !strings.Contains(buf.String(), `node="gpu01"`) && !strings.Contains(buf.String(), `node="gpu02"`) {
+		t.Errorf("the log line names no node:\n%s", buf.String())
 	}
 }
