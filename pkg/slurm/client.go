@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // SupportedVersions are the slurmrestd API versions sluice reads, newest
@@ -66,6 +68,11 @@ type Client struct {
 	mu      sync.Mutex
 	version string
 	token   tokenCache
+	// noUpdateTime: this slurmrestd refuses update_time as unix seconds
+	// (24.11's v0.0.40 and v0.0.41 take only a date in slurmctld's own
+	// time zone, which sluice does not know), so every poll asks for
+	// every node instead of failing first.
+	noUpdateTime bool
 }
 
 type tokenCache struct {
@@ -279,6 +286,23 @@ func (c *Client) Discover(ctx context.Context) (string, error) {
 // some update_time requests with HTTP 500 "Unspecified error".)
 var errRetryFull = errors.New("changed-since request failed")
 
+// refusesUnixTime reports an answer refusing update_time as a number
+// (error 9202 at #/update_time/, as 24.11's v0.0.40 and v0.0.41 answer).
+func refusesUnixTime(body []byte) bool {
+	var env struct {
+		Errors []responseError `json:"errors"`
+	}
+	if json.Unmarshal(body, &env) != nil {
+		return false
+	}
+	for _, e := range env.Errors {
+		if strings.HasPrefix(e.Source, "#/update_time") || (e.ErrorNumber != nil && *e.ErrorNumber == 9202) {
+			return true
+		}
+	}
+	return false
+}
+
 // NodesResult is the answer of a Nodes call.
 type NodesResult struct {
 	// NotModified: nothing changed since the update time asked for.
@@ -306,6 +330,11 @@ func (c *Client) Nodes(ctx context.Context, updateTime int64) (NodesResult, erro
 	if version >= "v0.0.40" {
 		path += "/"
 	}
+	c.mu.Lock()
+	if c.noUpdateTime {
+		updateTime = 0
+	}
+	c.mu.Unlock()
 	if updateTime > 0 {
 		path += "?update_time=" + strconv.FormatInt(updateTime, 10)
 	}
@@ -317,6 +346,16 @@ func (c *Client) Nodes(ctx context.Context, updateTime int64) (NodesResult, erro
 		return NodesResult{NotModified: true}, nil
 	}
 	if status >= 500 && updateTime > 0 {
+		// 22.05's "Unspecified error" and every version's "Unable to
+		// query partitions" (a node changed, no partition did) mean
+		// "ask again for everything"; a refused timestamp means so for
+		// good.
+		if refusesUnixTime(body) {
+			c.mu.Lock()
+			c.noUpdateTime = true
+			c.mu.Unlock()
+			klog.FromContext(ctx).Info("slurmrestd refuses update_time in unix seconds; every poll reads every node", "apiVersion", version)
+		}
 		return NodesResult{}, errRetryFull
 	}
 	if err := statusError(path, status, body); err != nil {

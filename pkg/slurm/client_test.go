@@ -42,7 +42,15 @@ type fakeRestd struct {
 	requests    []string
 	tokensSeen  []string
 	lastUpdated bool // include last_update (v0.0.40+)
+	refuseEpoch bool // refuse update_time in unix seconds, as 24.11's v0.0.40/41 do
 }
+
+// refusedEpoch is slurmrestd 24.11.5's answer (HTTP 500) to a v0.0.41
+// nodes request with update_time in unix seconds, from
+// ../shared/data/slurm/live-24.11/update-time-epoch-nodes-v0.0.41-http500.json
+// (meta and warnings left out).
+const refusedEpoch = `{"errors":[{"description":"Parsing of 1796114327 for timestamp failed","error_number":9202,"error":"Unable to convert Data type","source":"#/update_time/"},` +
+	`{"description":"Rejecting request. Failure parsing query.","error_number":9000,"error":"Query empty or not RFC7320 compliant","source":"_dump_nodes"}],"warnings":[]}`
 
 func (f *fakeRestd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
@@ -72,6 +80,11 @@ func (f *fakeRestd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ut := r.URL.Query().Get("update_time"); ut != "" {
+		if f.refuseEpoch {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(refusedEpoch))
+			return
+		}
 		if f.fail500 {
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = w.Write([]byte(`{"errors":[{"error":"Unspecified error","errno":-1}],"nodes":[]}`))
@@ -496,5 +509,33 @@ func TestUnknownStateLoggedOnce(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), `node="gpu01"`) && !strings.Contains(buf.String(), `node="gpu02"`) {
 		t.Errorf("the log line names no node:\n%s", buf.String())
+	}
+}
+
+// TestUnixUpdateTimeRefused: slurmrestd 24.11 refuses update_time in unix
+// seconds on v0.0.40 and v0.0.41 (HTTP 500, error 9202). The first
+// refusal is read as such: that poll reads every node, and later polls
+// ask for every node at once instead of failing first, every time.
+func TestUnixUpdateTimeRefused(t *testing.T) {
+	fake := &fakeRestd{version: "v0.0.41", nodes: twoNodes, changedAt: 1000, lastUpdated: true, refuseEpoch: true}
+	cache, ctx := polledCache(t, fake, nil)
+	for range 3 {
+		if err := cache.Poll(ctx); err != nil {
+			t.Fatalf("poll: %v", err)
+		}
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	var withTime int
+	for _, r := range fake.requests {
+		if strings.Contains(r, "update_time=") {
+			withTime++
+		}
+	}
+	if withTime != 1 {
+		t.Errorf("requests %v: %d with update_time, want 1 (refused once, then never sent)", fake.requests, withTime)
+	}
+	if snap, _, _ := cache.Snapshot(); snap == nil || len(snap.Nodes) != 2 {
+		t.Errorf("snapshot %+v, want both nodes", snap)
 	}
 }
