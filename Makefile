@@ -9,6 +9,8 @@ K8S_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
 K8S_MAJOR := $(word 1,$(subst ., ,$(patsubst v%,%,$(K8S_VERSION))))
 K8S_MINOR := $(word 2,$(subst ., ,$(patsubst v%,%,$(K8S_VERSION))))
 SLUICE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-unknown)
+IMAGE_REPO ?=
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 GIT_TREE_STATE := $(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo clean || echo dirty)
 BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -175,10 +177,20 @@ $(STATICCHECK):
 codegen:
 	./hack/update-codegen.sh
 
-## image: container image (needs a Docker engine)
+## image: container images for this machine's platform (needs a Docker engine)
 image:
-	docker build --build-arg SLUICE_VERSION=$(SLUICE_VERSION) --target sluice-scheduler -t sluice-scheduler:$(SLUICE_VERSION) .
-	docker build --build-arg SLUICE_VERSION=$(SLUICE_VERSION) --target sluice-overflow-node -t sluice-overflow-node:$(SLUICE_VERSION) .
+	docker build --build-arg SLUICE_VERSION=$(SLUICE_VERSION) --target sluice-scheduler -t $(IMAGE_REPO)sluice-scheduler:$(SLUICE_VERSION) .
+	docker build --build-arg SLUICE_VERSION=$(SLUICE_VERSION) --target sluice-overflow-node -t $(IMAGE_REPO)sluice-overflow-node:$(SLUICE_VERSION) .
+
+## image-push: multi-arch images (IMAGE_PLATFORMS), tagged with the version
+## (git describe: vX.Y.Z on a release tag), pushed to IMAGE_REPO (needs
+## Docker buildx and a registry login)
+image-push:
+	@test -n "$(IMAGE_REPO)" || { echo "set IMAGE_REPO, e.g. IMAGE_REPO=ghcr.io/sluice-sched/"; exit 1; }
+	for target in sluice-scheduler sluice-overflow-node; do \
+		docker buildx build --platform $(IMAGE_PLATFORMS) --build-arg SLUICE_VERSION=$(SLUICE_VERSION) \
+			--target $$target -t $(IMAGE_REPO)$$target:$(SLUICE_VERSION) --push . || exit 1; \
+	done
 
 clean:
 	rm -rf $(BIN)
