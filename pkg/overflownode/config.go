@@ -117,6 +117,10 @@ type HTTPProvider struct {
 	URL       string `json:"url"`
 	TokenFile string `json:"tokenFile,omitempty"`
 	CAFile    string `json:"caFile,omitempty"`
+	// Secrets and ConfigMaps: as for the kubernetes provider (default
+	// true), and only ever over https.
+	Secrets    *bool `json:"secrets,omitempty"`
+	ConfigMaps *bool `json:"configMaps,omitempty"`
 }
 
 // Defaults.
@@ -173,6 +177,14 @@ func (c *Config) Default() {
 			}
 			if k.ConfigMaps == nil {
 				k.ConfigMaps = ptr.To(true)
+			}
+		}
+		if h := c.Providers[i].HTTP; h != nil {
+			if h.Secrets == nil {
+				h.Secrets = ptr.To(true)
+			}
+			if h.ConfigMaps == nil {
+				h.ConfigMaps = ptr.To(true)
 			}
 		}
 	}

@@ -106,9 +106,9 @@ type Node struct {
 	// resourceVersions) its provider was last given; a change is passed
 	// on. Empty after a restart: every pod's are passed on once.
 	refsSent map[types.UID]string
-	// held are the pods waiting for a Secret, ConfigMap or key they read;
-	// the reconcile dispatches them once it exists.
-	held       map[types.UID]bool
+	// held are the pods waiting for a Secret, ConfigMap or key they read,
+	// since when; the reconcile dispatches them once it exists.
+	held       map[types.UID]time.Time
 	notifyPod  func(*v1.Pod)
 	notifyNode func(*v1.Node)
 	lastNode   *v1.NodeStatus
@@ -135,7 +135,7 @@ func New(cfg *Config, members []*Member, client kubernetes.Interface, pods corel
 		return a.Name < b.Name
 	})
 	return &Node{cfg: cfg, members: ordered, client: client, pods: pods, recorder: recorder, now: time.Now,
-		workloads: map[types.UID]*remote{}, lost: map[types.UID]int{}, waiting: map[types.UID]time.Time{}, refsSent: map[types.UID]string{}, held: map[types.UID]bool{}}
+		workloads: map[types.UID]*remote{}, lost: map[types.UID]int{}, waiting: map[types.UID]time.Time{}, refsSent: map[types.UID]string{}, held: map[types.UID]time.Time{}}
 }
 
 func (n *Node) member(name string) *Member {
@@ -180,7 +180,9 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 			// the reconcile tries again (an error here would have
 			// virtual-kubelet overwrite the status with ProviderFailed).
 			n.mu.Lock()
-			n.held[pod.UID] = true
+			if _, ok := n.held[pod.UID]; !ok {
+				n.held[pod.UID] = n.now()
+			}
 			delete(n.waiting, pod.UID) // the dispatch timeout runs from when it has them
 			n.mu.Unlock()
 			n.recorder.Event(pod, v1.EventTypeWarning, missing.reason(), missing.msg)

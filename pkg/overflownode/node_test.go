@@ -70,6 +70,19 @@ func (f *fakeProvider) Create(_ context.Context, id string, pod *v1.Pod, refs pr
 	return nil
 }
 
+func (f *fakeProvider) UpdateRefs(_ context.Context, id string, _ *v1.Pod, refs provider.Refs) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.workloads[id]; !ok {
+		return provider.ErrNotFound
+	}
+	if f.refs == nil {
+		f.refs = map[string][]provider.Refs{}
+	}
+	f.refs[id] = append(f.refs[id], refs)
+	return nil
+}
+
 func (f *fakeProvider) Delete(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -234,7 +234,7 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 		}
 		name := dispatchedTo(pod)
 		n.mu.Lock()
-		held := n.held[uid]
+		_, held := n.held[uid]
 		n.mu.Unlock()
 		if name == "" && held {
 			// Held back for a Secret or ConfigMap it reads (CreatePod
@@ -287,8 +287,10 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 			delete(n.refsSent, uid)
 		}
 	}
-	for uid := range n.held {
-		if pod, ok := byUID[uid]; !ok || terminal(pod) {
+	for uid, since := range n.held {
+		// A pod held since this reconcile listed the pods is not in
+		// byUID yet: keep it (virtual-kubelet will not call again).
+		if pod, ok := byUID[uid]; (!ok && since.Before(now)) || (ok && terminal(pod)) {
 			delete(n.held, uid)
 		}
 	}
@@ -319,7 +321,7 @@ func (n *Node) passOnRefs(ctx context.Context, reader *refReader, pod *v1.Pod, r
 	if sent == fingerprint {
 		return
 	}
-	if err := r.member.Provider.Create(callCtx, r.w.ID, pod, refs); err != nil {
+	if err := r.member.Provider.UpdateRefs(callCtx, r.w.ID, pod, refs); err != nil {
 		logger.Info("Passing on the pod's Secrets and ConfigMaps failed", "provider", r.member.Config.Name, "err", err)
 		return
 	}

@@ -49,7 +49,9 @@ func Providers(cfg *Config) ([]*Member, error) {
 			p, err = kube.FromKubeconfig(k.Kubeconfig, k.Namespace, cfg.NodeName,
 				kube.Options{Secrets: ptr.Deref(k.Secrets, true), ConfigMaps: ptr.Deref(k.ConfigMaps, true)})
 		case TypeHTTP:
-			p, err = httpprovider.New(httpprovider.Options{URL: pc.HTTP.URL, TokenFile: pc.HTTP.TokenFile, CAFile: pc.HTTP.CAFile, Node: cfg.NodeName})
+			h := pc.HTTP
+			p, err = httpprovider.New(httpprovider.Options{URL: h.URL, TokenFile: h.TokenFile, CAFile: h.CAFile, Node: cfg.NodeName,
+				Secrets: ptr.Deref(h.Secrets, true), ConfigMaps: ptr.Deref(h.ConfigMaps, true)})
 		default:
 			err = fmt.Errorf("unknown type %q", pc.Type)
 		}

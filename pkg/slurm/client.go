@@ -287,7 +287,7 @@ func (c *Client) Discover(ctx context.Context) (string, error) {
 var errRetryFull = errors.New("changed-since request failed")
 
 // refusesUnixTime reports an answer refusing update_time as a number
-// (error 9202 at #/update_time/, as 24.11's v0.0.40 and v0.0.41 answer).
+// (an error at #/update_time/, 9202 in 24.11's v0.0.40 and v0.0.41).
 func refusesUnixTime(body []byte) bool {
 	var env struct {
 		Errors []responseError `json:"errors"`
@@ -296,7 +296,7 @@ func refusesUnixTime(body []byte) bool {
 		return false
 	}
 	for _, e := range env.Errors {
-		if strings.HasPrefix(e.Source, "#/update_time") || (e.ErrorNumber != nil && *e.ErrorNumber == 9202) {
+		if strings.HasPrefix(e.Source, "#/update_time") {
 			return true
 		}
 	}

@@ -80,9 +80,12 @@ type Provider interface {
 	// Create starts a remote workload for the pod under id, with the home
 	// Secrets and ConfigMaps it reads. Creating an id that exists is not
 	// an error (the node may have restarted between creating it and
-	// seeing it listed): it brings the workload's copies of refs up to
-	// date, which is how the node passes on a changed Secret.
+	// seeing it listed).
 	Create(ctx context.Context, id string, pod *v1.Pod, refs Refs) error
+	// UpdateRefs brings an existing workload's copies of refs up to date
+	// (how the node passes on a changed Secret); it never creates the
+	// workload, and a missing one is an error wrapping ErrNotFound.
+	UpdateRefs(ctx context.Context, id string, pod *v1.Pod, refs Refs) error
 	// Delete stops and removes the remote workload; a missing one is not
 	// an error.
 	Delete(ctx context.Context, id string) error

@@ -37,6 +37,9 @@ type Options struct {
 	CAFile string
 	// Node is the overflow node's name, sent with every listing.
 	Node string
+	// Secrets and ConfigMaps: pods reading them may run here (over https
+	// only), their data sent with the workload.
+	Secrets, ConfigMaps bool
 }
 
 // Client talks to one HTTP provider.
@@ -46,7 +49,8 @@ type Client struct {
 	node  string
 	http  *http.Client
 	// tls: the provider is reached over https, so Secrets may be sent.
-	tls bool
+	tls                 bool
+	secrets, configMaps bool
 }
 
 var _ provider.Provider = &Client{}
@@ -78,7 +82,11 @@ func New(o Options) (*Client, error) {
 		}
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	return &Client{base: u, token: o.TokenFile, node: o.Node, http: &http.Client{Transport: transport}, tls: u.Scheme == "https"}, nil
+	// No redirects: the contract has none, and following one could
+	// replay a PUT carrying Secrets to another (plain http) address.
+	noRedirects := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{base: u, token: o.TokenFile, node: o.Node, http: &http.Client{Transport: transport, CheckRedirect: noRedirects},
+		tls: u.Scheme == "https", secrets: o.Secrets, configMaps: o.ConfigMaps}, nil
 }
 
 // Create puts the workload.
@@ -155,10 +163,23 @@ func (c *Client) Capacity(ctx context.Context) (v1.ResourceList, error) {
 // environment, ports, resources and emptyDir volumes; over https also the
 // Secrets and ConfigMaps they read (env, envFrom, volumes).
 func (c *Client) Carries() offer.Carries {
-	if !c.tls {
-		return offer.Carries{Volumes: []string{"emptyDir"}}
+	out := offer.Carries{Volumes: []string{"emptyDir"}}
+	if c.tls && c.secrets {
+		out.Secrets, out.Volumes = true, append(out.Volumes, "secret")
 	}
-	return offer.Carries{Volumes: []string{"emptyDir", "secret", "configMap"}, Secrets: true, ConfigMaps: true}
+	if c.tls && c.configMaps {
+		out.ConfigMaps, out.Volumes = true, append(out.Volumes, "configMap")
+	}
+	return out
+}
+
+// UpdateRefs puts the workload again with the current Secrets and
+// ConfigMaps, if it still exists (a vanished one is not run again).
+func (c *Client) UpdateRefs(ctx context.Context, id string, pod *v1.Pod, refs provider.Refs) error {
+	if _, err := c.Get(ctx, id); err != nil {
+		return err
+	}
+	return c.Create(ctx, id, pod, refs)
 }
 
 // Health reads the health.

@@ -6,7 +6,10 @@ package httpprovider_test
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -249,7 +252,7 @@ func TestSecretsOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := httpprovider.New(httpprovider.Options{URL: srv.URL, CAFile: ca, Node: "sluice-overflow"})
+	c, err := httpprovider.New(httpprovider.Options{URL: srv.URL, CAFile: ca, Node: "sluice-overflow", Secrets: true, ConfigMaps: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,8 +274,8 @@ func TestSecretsOverTLS(t *testing.T) {
 	if b, ok := srv.File(id, "model", "model.json"); !ok || string(b) != `{"model":"llama"}` {
 		t.Errorf("the remote file model.json = %q (%v), want the ConfigMap's config.json", b, ok)
 	}
-	if err := c.Create(ctx, id, p, homeRefs("two")); err != nil {
-		t.Fatalf("Create again with a changed Secret: %v", err)
+	if err := c.UpdateRefs(ctx, id, p, homeRefs("two")); err != nil {
+		t.Fatalf("UpdateRefs with a changed Secret: %v", err)
 	}
 	if env, _ := srv.Env(id, "server"); env["HF_TOKEN"] != "two" {
 		t.Errorf("after the change the remote HF_TOKEN is the old one")
@@ -286,8 +289,46 @@ func TestSecretsOverTLS(t *testing.T) {
 		t.Errorf("a pod whose Secret and ConfigMap are not in the request: %v, want a 422 saying so", err)
 	}
 
+	gone := pod("llm-9", "g")
+	readsHome(gone)
+	if err := c.UpdateRefs(ctx, provider.IDFor(gone.UID), gone, homeRefs("one")); !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("UpdateRefs of a workload that is gone: %v, want ErrNotFound", err)
+	}
+	for _, id := range srv.IDs() {
+		if id == provider.IDFor(gone.UID) {
+			t.Errorf("UpdateRefs created a workload that was gone")
+		}
+	}
+	kept, err := httpprovider.New(httpprovider.Options{URL: srv.URL, CAFile: ca, Node: "sluice-overflow", ConfigMaps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kept.Carries(); got.Secrets || !got.ConfigMaps {
+		t.Errorf("with Secrets off the client carries %+v, want ConfigMaps only", got)
+	}
+
+	// A redirect (here to plain http) is not followed: the PUT with the
+	// Secrets is not replayed.
 	plain := providerserver.Start(providerserver.Options{Capacity: map[string]string{"nvidia.com/gpu": "16"}})
 	defer plain.Close()
+	redirect := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	redirectCA := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(redirectCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: redirect.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := httpprovider.New(httpprovider.Options{URL: redirect.URL, CAFile: redirectCA, Node: "sluice-overflow", Secrets: true, ConfigMaps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Create(ctx, id, p, homeRefs("one")); err == nil || !strings.Contains(err.Error(), "307") {
+		t.Errorf("a redirected PUT: %v, want the 307 as an error", err)
+	}
+	if len(plain.IDs()) != 0 {
+		t.Errorf("the redirect was followed: the plain http server got the workload")
+	}
 	h := newClient(t, plain, "")
 	if got := h.Carries(); got.Secrets || got.ConfigMaps {
 		t.Errorf("over plain http the client carries %+v, want no Secrets or ConfigMaps", got)

@@ -104,6 +104,7 @@ func (p *Provider) Create(ctx context.Context, id string, pod *v1.Pod, refs prov
 		return err
 	}
 	created, err := p.client.CoreV1().Pods(p.namespace).Create(ctx, remote, metav1.CreateOptions{})
+	fresh := err == nil
 	if apierrors.IsAlreadyExists(err) {
 		created, err = p.client.CoreV1().Pods(p.namespace).Get(ctx, id, metav1.GetOptions{})
 	}
@@ -118,7 +119,31 @@ func (p *Provider) Create(ctx context.Context, id string, pod *v1.Pod, refs prov
 	if refs.Empty() {
 		return nil
 	}
-	return p.copyRefs(ctx, created, pod, refs)
+	if err := p.copyRefs(ctx, created, pod, refs); err != nil {
+		if fresh {
+			// Not left behind to be listed, adopted and run without
+			// what it reads: the next dispatch starts over.
+			_ = p.client.CoreV1().Pods(p.namespace).Delete(ctx, id, metav1.DeleteOptions{})
+		}
+		return err
+	}
+	return nil
+}
+
+// UpdateRefs brings the copies of an existing remote pod up to date; it
+// never creates the pod (a vanished one is not run again).
+func (p *Provider) UpdateRefs(ctx context.Context, id string, pod *v1.Pod, refs provider.Refs) error {
+	remote, err := p.client.CoreV1().Pods(p.namespace).Get(ctx, id, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s: %w", id, provider.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if remote.Labels[LabelNode] != p.node || remote.Labels[LabelManagedBy] != ManagedBy {
+		return fmt.Errorf("%s is not managed by overflow node %s: %w", id, p.node, provider.ErrNotFound)
+	}
+	return p.copyRefs(ctx, remote, pod, refs)
 }
 
 // copyRefs creates or updates the remote copies of refs, owned by the
@@ -140,8 +165,11 @@ func (p *Provider) copyRefs(ctx context.Context, remote, home *v1.Pod, refs prov
 		_, err := secrets.Create(ctx, want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			var have *v1.Secret
-			if have, err = secrets.Get(ctx, want.Name, metav1.GetOptions{}); err == nil && !equality.Semantic.DeepEqual(have.Data, want.Data) {
-				have.Data = want.Data
+			if have, err = secrets.Get(ctx, want.Name, metav1.GetOptions{}); err == nil &&
+				(!equality.Semantic.DeepEqual(have.Data, want.Data) || !equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences)) {
+				// A copy left by an earlier remote pod of the same id
+				// is taken over, so it is not collected with that one.
+				have.Data, have.OwnerReferences = want.Data, want.OwnerReferences
 				_, err = secrets.Update(ctx, have, metav1.UpdateOptions{})
 			}
 		}
@@ -160,8 +188,9 @@ func (p *Provider) copyRefs(ctx context.Context, remote, home *v1.Pod, refs prov
 		if apierrors.IsAlreadyExists(err) {
 			var have *v1.ConfigMap
 			if have, err = configMaps.Get(ctx, want.Name, metav1.GetOptions{}); err == nil &&
-				(!equality.Semantic.DeepEqual(have.Data, want.Data) || !equality.Semantic.DeepEqual(have.BinaryData, want.BinaryData)) {
-				have.Data, have.BinaryData = want.Data, want.BinaryData
+				(!equality.Semantic.DeepEqual(have.Data, want.Data) || !equality.Semantic.DeepEqual(have.BinaryData, want.BinaryData) ||
+					!equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences)) {
+				have.Data, have.BinaryData, have.OwnerReferences = want.Data, want.BinaryData, want.OwnerReferences
 				_, err = configMaps.Update(ctx, have, metav1.UpdateOptions{})
 			}
 		}

@@ -11,9 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
 )
@@ -209,5 +213,36 @@ func TestListAndCapacity(t *testing.T) {
 	}
 	if err := p.Delete(ctx, "sluice-0b7e"); err != nil {
 		t.Errorf("repeated delete: %v", err)
+	}
+}
+
+// TestCopyFailureLeavesNoPod: when the copies cannot be made (the remote
+// Role lacks the verbs), the remote pod just created is removed, so it is
+// not listed, adopted and run without what it reads; UpdateRefs never
+// creates a pod that is gone.
+func TestCopyFailureLeavesNoPod(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", errors.New("no create on secrets"))
+	})
+	p := New(client, "burst", "sluice-overflow", Options{Secrets: true, ConfigMaps: true})
+	ctx := context.Background()
+	home := homePod()
+	readsHome(home)
+	refs := provider.Refs{
+		Secrets:    map[string]*v1.Secret{"hf": {Data: map[string][]byte{"token": []byte("one")}}},
+		ConfigMaps: map[string]*v1.ConfigMap{"model": {Data: map[string]string{"config.json": "{}"}}},
+	}
+	if err := p.Create(ctx, "sluice-0b7e", home, refs); err == nil || !strings.Contains(err.Error(), "copying Secret serve/hf") {
+		t.Fatalf("Create with copies refused: %v, want the copy named", err)
+	}
+	if pods, _ := client.CoreV1().Pods("burst").List(ctx, metav1.ListOptions{}); len(pods.Items) != 0 {
+		t.Errorf("a remote pod was left without its copies: %d", len(pods.Items))
+	}
+	if err := p.UpdateRefs(ctx, "sluice-0b7e", home, refs); !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("UpdateRefs of a remote pod that is gone: %v, want ErrNotFound", err)
+	}
+	if pods, _ := client.CoreV1().Pods("burst").List(ctx, metav1.ListOptions{}); len(pods.Items) != 0 {
+		t.Errorf("UpdateRefs created a remote pod")
 	}
 }
