@@ -33,6 +33,22 @@ func readHome(spec *v1.PodSpec) {
 	c.VolumeMounts = append(c.VolumeMounts, v1.VolumeMount{Name: "model", MountPath: "/etc/model"})
 }
 
+// createHome creates what readHome reads: Secret hf (token hf_one) and
+// ConfigMap model, which it returns.
+func createHome(t *testing.T, cp *harness.ControlPlane, ns string) *v1.ConfigMap {
+	t.Helper()
+	ctx := context.Background()
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hf"}, StringData: map[string]string{"token": "hf_one"}}
+	if _, err := cp.Client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	model := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "model"}, Data: map[string]string{"config.json": `{"model": "llama-3-8b"}`}}
+	if _, err := cp.Client.CoreV1().ConfigMaps(ns).Create(ctx, model, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return model
+}
+
 // TestSecretsAndConfigMapsTravel: production reading a Secret (env) and
 // a ConfigMap (volume) is moved to the overflow node by a research claim;
 // each remote pod reads copies of both in the remote cluster, owned by it;
@@ -48,14 +64,7 @@ func TestSecretsAndConfigMapsTravel(t *testing.T) {
 	defer node.stop()
 	startScheduler(t, cp)
 
-	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hf"}, StringData: map[string]string{"token": "hf_one"}}
-	if _, err := cp.Client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	model := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "model"}, Data: map[string]string{"config.json": `{"model": "llama-3-8b"}`}}
-	if _, err := cp.Client.CoreV1().ConfigMaps(ns).Create(ctx, model, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	model := createHome(t, cp, ns)
 	d := harness.InferenceDeployment(ns, "chat", 4, 2)
 	d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 	readHome(&d.Spec.Template.Spec)
@@ -233,14 +242,7 @@ func TestSecretsTravelOverHTTPS(t *testing.T) {
 		HTTP: &overflownode.HTTPProvider{URL: srv.URL, CAFile: ca}})
 	defer node.stop()
 
-	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hf"}, StringData: map[string]string{"token": "hf_one"}}
-	if _, err := cp.Client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	model := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "model"}, Data: map[string]string{"config.json": `{"model": "llama-3-8b"}`}}
-	if _, err := cp.Client.CoreV1().ConfigMaps(ns).Create(ctx, model, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	model := createHome(t, cp, ns)
 	pod := harness.Pod(ns, "chat").Scheduler("sluice-production").PriorityClass("production").TolerateOverflow().GPUs(1).OnNode(name).Obj()
 	readHome(&pod.Spec)
 	harness.CreatePods(t, cp.Client, pod)
@@ -260,7 +262,7 @@ func TestSecretsTravelOverHTTPS(t *testing.T) {
 		t.Errorf("the provider's workload has config.json = %q (%v), want the ConfigMap's", b, ok)
 	}
 
-	secret, err = cp.Client.CoreV1().Secrets(ns).Get(ctx, "hf", metav1.GetOptions{})
+	secret, err := cp.Client.CoreV1().Secrets(ns).Get(ctx, "hf", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
