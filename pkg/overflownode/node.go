@@ -108,11 +108,13 @@ type Node struct {
 	refsSent map[types.UID]string
 	// held are the pods waiting for a Secret, ConfigMap or key they read,
 	// since when; the reconcile dispatches them once it exists.
-	held       map[types.UID]time.Time
-	notifyPod  func(*v1.Pod)
-	notifyNode func(*v1.Node)
-	lastNode   *v1.NodeStatus
-	lastOffer  string
+	held map[types.UID]time.Time
+	// dispatching are the pods a CreatePod call is dispatching now.
+	dispatching map[types.UID]bool
+	notifyPod   func(*v1.Pod)
+	notifyNode  func(*v1.Node)
+	lastNode    *v1.NodeStatus
+	lastOffer   string
 }
 
 var (
@@ -135,7 +137,7 @@ func New(cfg *Config, members []*Member, client kubernetes.Interface, pods corel
 		return a.Name < b.Name
 	})
 	return &Node{cfg: cfg, members: ordered, client: client, pods: pods, recorder: recorder, now: time.Now,
-		workloads: map[types.UID]*remote{}, lost: map[types.UID]int{}, waiting: map[types.UID]time.Time{}, refsSent: map[types.UID]string{}, held: map[types.UID]time.Time{}}
+		workloads: map[types.UID]*remote{}, lost: map[types.UID]int{}, waiting: map[types.UID]time.Time{}, refsSent: map[types.UID]string{}, held: map[types.UID]time.Time{}, dispatching: map[types.UID]bool{}}
 }
 
 func (n *Node) member(name string) *Member {
@@ -164,6 +166,18 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 		n.mu.Unlock()
 		return nil
 	}
+	if n.dispatching[pod.UID] {
+		// virtual-kubelet and the reconcile (for a held pod) may both
+		// ask: one dispatch at a time, the other's answer stands.
+		n.mu.Unlock()
+		return nil
+	}
+	n.dispatching[pod.UID] = true
+	defer func() {
+		n.mu.Lock()
+		delete(n.dispatching, pod.UID)
+		n.mu.Unlock()
+	}()
 	candidates, skipped, cannot := n.candidates(pod)
 	n.mu.Unlock()
 

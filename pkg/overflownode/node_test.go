@@ -40,6 +40,9 @@ type fakeProvider struct {
 	carries offer.Carries
 	// refs is what each Create was given, by id, in order.
 	refs map[string][]provider.Refs
+	// entered, when set, is told of each Create, which then waits for
+	// release.
+	entered, release chan struct{}
 }
 
 func newFake(gpus string) *fakeProvider {
@@ -47,6 +50,10 @@ func newFake(gpus string) *fakeProvider {
 }
 
 func (f *fakeProvider) Create(_ context.Context, id string, pod *v1.Pod, refs provider.Refs) error {
+	if f.entered != nil {
+		f.entered <- struct{}{}
+		<-f.release
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down != nil {

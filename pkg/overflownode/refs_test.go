@@ -154,3 +154,31 @@ func TestMissingKeyAndOptionalRefs(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestOneDispatchAtATime: a second CreatePod for a pod being dispatched
+// (virtual-kubelet's and the reconcile's, for a held pod) returns without
+// dispatching it again.
+func TestOneDispatchAtATime(t *testing.T) {
+	a := newFake("8")
+	a.entered, a.release = make(chan struct{}, 2), make(chan struct{})
+	f := newFixture(t, member("a", 0, 1, a))
+	ctx := context.Background()
+	f.node.Reconcile(ctx)
+	p := f.addPod(t, "llm-0", 1)
+	done, second := make(chan error, 1), make(chan error, 1)
+	go func() { done <- f.node.CreatePod(ctx, p) }()
+	<-a.entered
+	go func() { second <- f.node.CreatePod(ctx, p) }()
+	select {
+	case err := <-second:
+		if err != nil {
+			t.Errorf("second CreatePod while the first dispatches: %v, want nil", err)
+		}
+	case <-a.entered:
+		t.Errorf("a second CreatePod reached the provider while the first was dispatching")
+	}
+	close(a.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -116,14 +117,26 @@ func (p *Provider) Create(ctx context.Context, id string, pod *v1.Pod, refs prov
 	if err != nil {
 		return err
 	}
+	if created.DeletionTimestamp != nil {
+		// One being removed (below, or by anyone) is not taken as this
+		// pod's workload: try again once it is gone.
+		return fmt.Errorf("remote pod %s is terminating", id)
+	}
 	if refs.Empty() {
 		return nil
 	}
 	if err := p.copyRefs(ctx, created, pod, refs); err != nil {
 		if fresh {
 			// Not left behind to be listed, adopted and run without
-			// what it reads: the next dispatch starts over.
-			_ = p.client.CoreV1().Pods(p.namespace).Delete(ctx, id, metav1.DeleteOptions{})
+			// what it reads: the next dispatch starts over. At once (it
+			// has not started), this very pod only, and with a context
+			// of its own (ctx may be what ran out).
+			delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			opts := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &created.UID}}
+			if derr := p.client.CoreV1().Pods(p.namespace).Delete(delCtx, id, opts); derr != nil && !apierrors.IsNotFound(derr) {
+				err = fmt.Errorf("%w (and removing the remote pod failed: %v)", err, derr)
+			}
 		}
 		return err
 	}

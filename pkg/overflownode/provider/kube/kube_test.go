@@ -246,3 +246,15 @@ func TestCopyFailureLeavesNoPod(t *testing.T) {
 		t.Errorf("UpdateRefs created a remote pod")
 	}
 }
+
+// TestTerminatingRemotePodIsNotTaken: a remote pod of the id that is
+// being removed is not taken as the workload; Create says to try again.
+func TestTerminatingRemotePodIsNotTaken(t *testing.T) {
+	now := metav1.Now()
+	dying := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "burst", Name: "sluice-0b7e", DeletionTimestamp: &now, Finalizers: []string{"x"},
+		Labels: map[string]string{LabelManagedBy: ManagedBy, LabelNode: "sluice-overflow", LabelPodUID: "0b7e"}}}
+	p := New(fake.NewClientset(dying), "burst", "sluice-overflow", Options{Secrets: true, ConfigMaps: true})
+	if err := p.Create(context.Background(), "sluice-0b7e", homePod(), provider.Refs{}); err == nil || !strings.Contains(err.Error(), "terminating") {
+		t.Errorf("Create over a terminating remote pod: %v, want an error saying it is terminating", err)
+	}
+}
