@@ -312,11 +312,15 @@ func TestSoak(t *testing.T) {
 }
 
 func scale(cp *harness.ControlPlane, ns, name string, replicas int32) error {
-	s, err := cp.Client.AppsV1().Deployments(ns).GetScale(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
+	// The Deployment controller writes the object too: read and write
+	// again on a conflict, as kubectl scale does.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := cp.Client.AppsV1().Deployments(ns).GetScale(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = replicas
+		_, err = cp.Client.AppsV1().Deployments(ns).UpdateScale(context.Background(), name, s, metav1.UpdateOptions{})
 		return err
-	}
-	s.Spec.Replicas = replicas
-	_, err = cp.Client.AppsV1().Deployments(ns).UpdateScale(context.Background(), name, s, metav1.UpdateOptions{})
-	return err
+	})
 }
