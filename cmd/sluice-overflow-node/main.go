@@ -36,6 +36,7 @@ func main() {
 	configFile := flag.String("config", "", "path of the OverflowNodeConfiguration file (required)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the home cluster (default: in-cluster)")
 	listen := flag.String("metrics-bind-address", ":10266", "address of /metrics, /healthz and /readyz; empty disables")
+	nodeIP := flag.String("node-ip", "", "the node's IP for the kubelet API (sets kubeletAPI.address), e.g. $(POD_IP)")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	klog.InitFlags(nil)
 	flag.Parse()
@@ -45,18 +46,21 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *configFile, *kubeconfig, *listen); err != nil {
+	if err := run(ctx, *configFile, *kubeconfig, *listen, *nodeIP); err != nil {
 		klog.ErrorS(err, "sluice-overflow-node failed")
 		klog.Flush()
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, configFile, kubeconfig, listen string) error {
+func run(ctx context.Context, configFile, kubeconfig, listen, nodeIP string) error {
 	if configFile == "" {
 		return errors.New("--config is required")
 	}
-	cfg, err := overflownode.LoadConfig(configFile)
+	if nodeIP != "" && net.ParseIP(nodeIP) == nil {
+		return fmt.Errorf("--node-ip %q: not an IP address", nodeIP)
+	}
+	cfg, err := overflownode.LoadConfig(configFile, overflownode.WithNodeIP(nodeIP))
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/disruption"
+	"k8s.io/kubernetes/pkg/controller/endpointslice"
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 	"k8s.io/kubernetes/pkg/controller/namespace"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
@@ -46,6 +47,9 @@ type Set struct {
 	// deleted namespace is emptied and removed, and objects whose owner is
 	// gone are deleted, as in a real cluster.
 	Cleanup bool
+	// Network runs the EndpointSlice controller: Services' EndpointSlices
+	// list the addresses of the pods they select, ready when the pods are.
+	Network bool
 }
 
 // discoverySyncPeriod is how often the garbage collector and the REST
@@ -110,6 +114,15 @@ func Start(ctx context.Context, cfg *rest.Config, set Set) (*Running, error) {
 		}
 		run = append(run, fns...)
 		running.disruption = disruption
+	}
+	if set.Network {
+		c, err := client("endpointslice-controller")
+		if err != nil {
+			return nil, err
+		}
+		esc := endpointslice.NewController(ctx, factory.Core().V1().Pods(), factory.Core().V1().Services(),
+			factory.Core().V1().Nodes(), factory.Discovery().V1().EndpointSlices(), 100, c, 0)
+		run = append(run, func() { esc.Run(ctx, 2) })
 	}
 	var metadataInformers metadatainformer.SharedInformerFactory
 	if set.Cleanup {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -36,6 +37,11 @@ type Options struct {
 	StartupDelay time.Duration
 	// Workers is the number of pods updated in parallel (default 4).
 	Workers int
+	// Kubelet serves the kubelet's container log endpoint for the
+	// simulated nodes (https on a loopback port, published as their
+	// InternalIP and kubelet endpoint), so `kubectl logs` works: each
+	// container's log is one line saying it started.
+	Kubelet bool
 }
 
 // Simulator is a running node simulator.
@@ -45,6 +51,11 @@ type Simulator struct {
 	nodes  cache.Indexer
 	pods   cache.Indexer
 	queue  workqueue.TypedRateLimitingInterface[string]
+
+	// kubeletPort is the port of the log endpoint (Options.Kubelet).
+	kubeletPort int32
+	// lastIP numbers the pod IPs handed out, one per pod.
+	lastIP atomic.Uint32
 
 	// bound is when the simulator first saw each pending pod bound: the
 	// PodScheduled condition's time has whole seconds only, which would
@@ -98,6 +109,13 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Sim
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 	}); err != nil {
 		return nil, err
+	}
+	if opts.Kubelet {
+		port, err := s.serveKubelet(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("nodesim kubelet endpoint: %w", err)
+		}
+		s.kubeletPort = port
 	}
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
@@ -224,8 +242,10 @@ func (s *Simulator) markRunning(ctx context.Context, pod *v1.Pod) error {
 	pod.Status.StartTime = &now
 	pod.Status.HostIP = "10.0.0.1"
 	pod.Status.HostIPs = []v1.HostIP{{IP: "10.0.0.1"}}
-	pod.Status.PodIP = "10.1.0.1"
-	pod.Status.PodIPs = []v1.PodIP{{IP: "10.1.0.1"}}
+	n := s.lastIP.Add(1)
+	ip := fmt.Sprintf("10.%d.%d.%d", 1+(n>>16)%250, (n>>8)%256, n%256)
+	pod.Status.PodIP = ip
+	pod.Status.PodIPs = []v1.PodIP{{IP: ip}}
 	for _, t := range []v1.PodConditionType{v1.PodInitialized, v1.PodReadyToStartContainers, v1.ContainersReady, v1.PodReady} {
 		status := v1.ConditionTrue
 		if crashing && (t == v1.ContainersReady || t == v1.PodReady) {
@@ -272,17 +292,26 @@ func (s *Simulator) syncNode(ctx context.Context, node *v1.Node) error {
 	if s.opts.Skip.Matches(labels.Set(node.Labels)) {
 		return nil
 	}
+	hasReady := false
 	for _, c := range node.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return nil
-		}
+		hasReady = hasReady || c.Type == v1.NodeReady
+	}
+	endpoint := s.kubeletPort == 0 || node.Status.DaemonEndpoints.KubeletEndpoint.Port == s.kubeletPort
+	if hasReady && endpoint {
+		return nil
 	}
 	node = node.DeepCopy()
 	now := metav1.Now()
-	node.Status.Conditions = append(node.Status.Conditions, v1.NodeCondition{
-		Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
-		Message: "simulated by sluice nodesim", LastHeartbeatTime: now, LastTransitionTime: now,
-	})
+	if !hasReady {
+		node.Status.Conditions = append(node.Status.Conditions, v1.NodeCondition{
+			Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
+			Message: "simulated by sluice nodesim", LastHeartbeatTime: now, LastTransitionTime: now,
+		})
+	}
+	if s.kubeletPort != 0 {
+		node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "127.0.0.1"}}
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = s.kubeletPort
+	}
 	_, err := s.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

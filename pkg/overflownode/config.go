@@ -6,6 +6,7 @@ package overflownode
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -77,6 +78,30 @@ type Config struct {
 	// Providers, in no particular order: dispatch orders them by
 	// priority, then price, then name.
 	Providers []ProviderConfig `json:"providers"`
+	// KubeletAPI serves the part of the kubelet API that the apiserver
+	// proxies `kubectl logs` (and exec, refused) to. Without it the node
+	// publishes no kubelet endpoint and the apiserver has nowhere to ask.
+	KubeletAPI *KubeletAPI `json:"kubeletAPI,omitempty"`
+}
+
+// KubeletAPI is the node's kubelet endpoint: https only; a client must
+// present a certificate signed by ClientCAFile (the apiserver's
+// --kubelet-client-certificate) and be allowed nodes/proxy on this node
+// (a SubjectAccessReview, as the kubelet's webhook authorization asks).
+type KubeletAPI struct {
+	// Address is the IP the apiserver reaches the node at, published as
+	// the node's InternalIP (the binary's --node-ip sets it, e.g. to the
+	// pod's IP). The server listens on it.
+	Address string `json:"address"`
+	// Port is published as the node's kubelet endpoint (default 10250).
+	Port int32 `json:"port,omitempty"`
+	// CertFile and KeyFile are the serving certificate; without them the
+	// node makes a self-signed one at start-up (the apiserver checks it
+	// only with --kubelet-certificate-authority).
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+	// ClientCAFile verifies client certificates (required).
+	ClientCAFile string `json:"clientCAFile"`
 }
 
 // ProviderConfig is one provider.
@@ -131,11 +156,26 @@ const (
 	DefaultRequestTimeout         = 10 * time.Second
 	DefaultProviderFailureTimeout = 2 * time.Minute
 	DefaultDispatchTimeout        = 2 * time.Minute
+	DefaultKubeletPort            = 10250
 )
+
+// LoadOption changes a configuration after it is read, before it is
+// defaulted and validated.
+type LoadOption func(*Config)
+
+// WithNodeIP sets kubeletAPI.address (the binary's --node-ip, e.g. the
+// pod's IP from the downward API); empty changes nothing.
+func WithNodeIP(ip string) LoadOption {
+	return func(c *Config) {
+		if ip != "" && c.KubeletAPI != nil {
+			c.KubeletAPI.Address = ip
+		}
+	}
+}
 
 // LoadConfig reads, defaults and validates a configuration file. Unknown
 // fields are errors; every error names the field path.
-func LoadConfig(path string) (*Config, error) {
+func LoadConfig(path string, opts ...LoadOption) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -154,6 +194,9 @@ func LoadConfig(path string) (*Config, error) {
 	if len(strict) > 0 {
 		return nil, fmt.Errorf("%s: %w", path, errors.Join(strict...))
 	}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	cfg.Default()
 	if errs := cfg.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %w", path, errs.ToAggregate())
@@ -169,6 +212,9 @@ func (c *Config) Default() {
 	if c.MaxPods == nil {
 		n := int32(DefaultMaxPods)
 		c.MaxPods = &n
+	}
+	if c.KubeletAPI != nil && c.KubeletAPI.Port == 0 {
+		c.KubeletAPI.Port = DefaultKubeletPort
 	}
 	for i := range c.Providers {
 		if k := c.Providers[i].Kubernetes; k != nil {
@@ -236,6 +282,27 @@ func (c *Config) Validate() field.ErrorList {
 	for i := range c.Providers {
 		errs = append(errs, c.Providers[i].validate(providers.Index(i), names)...)
 	}
+	if k := c.KubeletAPI; k != nil {
+		errs = append(errs, k.validate(field.NewPath("kubeletAPI"))...)
+	}
+	return errs
+}
+
+func (k *KubeletAPI) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if ip, err := netip.ParseAddr(k.Address); err != nil || ip.IsUnspecified() {
+		errs = append(errs, field.Invalid(path.Child("address"), k.Address, "must be the IP address the apiserver reaches the node at (or pass --node-ip)"))
+	}
+	if k.Port < 1 || k.Port > 65535 {
+		errs = append(errs, field.Invalid(path.Child("port"), k.Port, "must be between 1 and 65535"))
+	}
+	if (k.CertFile == "") != (k.KeyFile == "") {
+		errs = append(errs, field.Required(path.Child("keyFile"), "certFile and keyFile go together"))
+	} else if k.CertFile != "" {
+		errs = append(errs, readable(path.Child("certFile"), k.CertFile)...)
+		errs = append(errs, readable(path.Child("keyFile"), k.KeyFile)...)
+	}
+	errs = append(errs, readable(path.Child("clientCAFile"), k.ClientCAFile)...)
 	return errs
 }
 

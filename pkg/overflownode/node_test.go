@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,6 +135,17 @@ func (f *fakeProvider) Health(context.Context) error {
 }
 
 func (f *fakeProvider) Carries() offer.Carries { return f.carries }
+
+// Logs returns one line naming the workload and container, and what it
+// was asked.
+func (f *fakeProvider) Logs(_ context.Context, id, container string, o provider.LogOptions) (io.ReadCloser, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.workloads[id]; !ok {
+		return nil, provider.ErrNotFound
+	}
+	return io.NopCloser(strings.NewReader(fmt.Sprintf("%s/%s tail=%d follow=%v\n", id, container, o.Tail, o.Follow))), nil
+}
 
 func (f *fakeProvider) set(fn func(*fakeProvider)) {
 	f.mu.Lock()
@@ -267,6 +280,17 @@ func TestStatusTranslation(t *testing.T) {
 	st = f.statuses["llm-0"]
 	if st.Phase != v1.PodRunning || condition(st, v1.PodReady) != "True::" {
 		t.Errorf("serving workload: phase %s, Ready %q, want Running, True", st.Phase, condition(st, v1.PodReady))
+	}
+	// The addresses it reports are the pod's IPs, in canonical form.
+	p.set(func(f *fakeProvider) {
+		w := f.workloads[id]
+		w.Addresses = []string{"::ffff:10.20.3.7", "fd00::0:7"}
+		f.workloads[id] = w
+	})
+	f.node.Reconcile(ctx)
+	st = f.statuses["llm-0"]
+	if st.PodIP != "10.20.3.7" || len(st.PodIPs) != 2 || st.PodIPs[1].IP != "fd00::7" {
+		t.Errorf("pod IPs %q %v, want 10.20.3.7 and fd00::7", st.PodIP, st.PodIPs)
 	}
 	// An unchanged workload sends no new status.
 	before := len(f.statuses)
@@ -529,6 +553,10 @@ func TestLoadConfig(t *testing.T) {
 		{"negative quota", head + "providers:\n- name: a\n  type: http\n  quota: {nvidia.com/gpu: '-1'}\n  http: {url: 'https://x'}\n", "providers[0].quota[nvidia.com/gpu]: Invalid value"},
 		{"bad node name", head + "nodeName: Overflow_1\n" + good, "nodeName: Invalid value: \"Overflow_1\""},
 		{"wrong kind", "apiVersion: overflow.sluice.dev/v1alpha1\nkind: Node\n" + good, `kind: Unsupported value: "Node"`},
+		{"kubelet API without address", head + "kubeletAPI: {clientCAFile: " + kubeconfig + "}\n" + good, "kubeletAPI.address: Invalid value: \"\""},
+		{"kubelet API without client CA", head + "kubeletAPI: {address: 10.0.0.4}\n" + good, "kubeletAPI.clientCAFile: Required value"},
+		{"kubelet API cert without key", head + "kubeletAPI: {address: 10.0.0.4, certFile: " + kubeconfig + ", clientCAFile: " + kubeconfig + "}\n" + good, "kubeletAPI.keyFile: Required value"},
+		{"kubelet API bad port", head + "kubeletAPI: {address: 10.0.0.4, port: 70000, clientCAFile: " + kubeconfig + "}\n" + good, "kubeletAPI.port: Invalid value: 70000"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			file := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".yaml")
@@ -561,7 +589,8 @@ func TestShippedConfig(t *testing.T) {
 	}
 	dir := t.TempDir()
 	body := strings.ReplaceAll(string(data), "/etc/sluice/providers", dir)
-	for _, f := range []string{"burst-east-kubeconfig", "gpu-cloud-token"} {
+	body = strings.ReplaceAll(body, "/etc/sluice/kubelet-client-ca", dir)
+	for _, f := range []string{"burst-east-kubeconfig", "gpu-cloud-token", "ca.crt"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -570,11 +599,52 @@ func TestShippedConfig(t *testing.T) {
 	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(file)
+	if _, err := LoadConfig(file); err == nil || !strings.Contains(err.Error(), "kubeletAPI.address") {
+		t.Errorf("shipped configuration without --node-ip: error %v, want one naming kubeletAPI.address", err)
+	}
+	cfg, err := LoadConfig(file, WithNodeIP("10.4.0.7"))
 	if err != nil {
 		t.Fatalf("shipped configuration: %v", err)
 	}
+	if cfg.KubeletAPI == nil || cfg.KubeletAPI.Address != "10.4.0.7" || cfg.KubeletAPI.Port != 10250 {
+		t.Errorf("shipped configuration: kubeletAPI %+v, want 10.4.0.7:10250", cfg.KubeletAPI)
+	}
 	if cfg.NodeName != DefaultNodeName || len(cfg.Providers) != 2 {
 		t.Errorf("shipped configuration: node %s with %d providers", cfg.NodeName, len(cfg.Providers))
+	}
+}
+
+func TestWorkloadAddressesValidated(t *testing.T) {
+	base := provider.Workload{ID: provider.IDFor("u"), Node: "n", Pod: provider.PodRef{Namespace: "a", Name: "b", UID: "u"}, Phase: provider.Running}
+	for _, tt := range []struct {
+		addresses []string
+		want      string
+	}{
+		{nil, ""},
+		{[]string{"10.0.0.1", "fd00::1"}, ""},
+		{[]string{"host.example"}, `addresses[0] "host.example" is not an IP address`},
+		{[]string{"0.0.0.0"}, "is not an IP address"},
+		{[]string{"10.0.0.1", "10.0.0.2"}, "at most one IPv4 and one IPv6"},
+	} {
+		w := base
+		w.Addresses = tt.addresses
+		err := w.Validate()
+		if (tt.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("addresses %v: %v, want %q", tt.addresses, err, tt.want)
+		}
+	}
+}
+
+func TestLogOptions(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	o, err := logOptions(url.Values{"tailLines": {"5"}, "follow": {"true"}, "sinceSeconds": {"60"}, "limitBytes": {"100"}}, now)
+	if err != nil || o.Tail != 5 || !o.Follow || !o.Since.Equal(now.Add(-time.Minute)) || o.LimitBytes != 100 {
+		t.Errorf("logOptions = %+v, %v", o, err)
+	}
+	for q, want := range map[string]string{"tailLines=x": "tailLines", "follow=maybe": "follow", "sinceTime=yesterday": "sinceTime", "limitBytes=0": "limitBytes"} {
+		v, _ := url.ParseQuery(q)
+		if _, err := logOptions(v, now); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("logOptions(%s) = %v, want an error naming %s", q, err, want)
+		}
 	}
 }

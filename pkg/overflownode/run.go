@@ -119,6 +119,12 @@ func Start(ctx context.Context, client kubernetes.Interface, cfg *Config, member
 		return nil, fmt.Errorf("node controller: %w", err)
 	}
 
+	if cfg.KubeletAPI != nil {
+		if err := n.serveKubeletAPI(ctx); err != nil {
+			broadcaster.Shutdown()
+			return nil, err
+		}
+	}
 	podInformers.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced) {
 		broadcaster.Shutdown()

@@ -5,6 +5,7 @@ package overflownode
 
 import (
 	"fmt"
+	"net/netip"
 	"runtime"
 	"strings"
 
@@ -62,6 +63,13 @@ func (n *Node) statusFor(pod *v1.Pod, r *remote) v1.PodStatus {
 	if st.StartTime == nil {
 		st.StartTime = &now
 	}
+	if ips := podIPs(w.Addresses); len(ips) > 0 {
+		st.PodIPs = ips
+		st.PodIP = ips[0].IP
+	}
+	if k := n.cfg.KubeletAPI; k != nil {
+		st.HostIP, st.HostIPs = k.Address, []v1.HostIP{{IP: k.Address}}
+	}
 	started := st.StartTime
 	if w.StartedAt != nil {
 		t := metav1.NewTime(*w.StartedAt)
@@ -96,6 +104,17 @@ func (n *Node) statusFor(pod *v1.Pod, r *remote) v1.PodStatus {
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
 	return st
+}
+
+// podIPs are a workload's addresses (validated) in canonical form.
+func podIPs(addresses []string) []v1.PodIP {
+	var out []v1.PodIP
+	for _, a := range addresses {
+		if ip, err := netip.ParseAddr(a); err == nil {
+			out = append(out, v1.PodIP{IP: ip.Unmap().String()})
+		}
+	}
+	return out
 }
 
 // terminatedStatus is the pod's status with every container terminated.
@@ -271,7 +290,7 @@ func (n *Node) nodeStatusLocked(prev *v1.NodeStatus) v1.NodeStatus {
 			}
 		}
 	}
-	return v1.NodeStatus{
+	st := v1.NodeStatus{
 		Capacity:    capacity,
 		Allocatable: capacity.DeepCopy(),
 		Conditions:  conds,
@@ -281,6 +300,14 @@ func (n *Node) nodeStatusLocked(prev *v1.NodeStatus) v1.NodeStatus {
 			KubeletVersion: KubeletString,
 		},
 	}
+	if k := n.cfg.KubeletAPI; k != nil {
+		// The apiserver proxies logs to the first address of its
+		// preferred types (Hostname first by default): only the one it
+		// can reach is published.
+		st.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: k.Address}}
+		st.DaemonEndpoints.KubeletEndpoint.Port = k.Port
+	}
+	return st
 }
 
 // nodeStatusChanged compares what matters of two node statuses.

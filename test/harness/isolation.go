@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -210,9 +211,19 @@ func CreateNodes(t testing.TB, cs kubernetes.Interface, nodes ...*v1.Node) {
 				t.Errorf("deleting node %s: %v", name, err)
 			}
 		})
-		// Some apiserver versions drop status on create; make sure it is set.
-		created.Status = n.Status
-		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// Some apiserver versions drop status on create; make sure it is
+		// set (a node simulator may be writing it too).
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			created.Status = n.Status
+			_, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				if fresh, gerr := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); gerr == nil {
+					created = fresh
+				}
+			}
+			return err
+		})
+		if err != nil {
 			t.Fatalf("setting status of node %s: %v", n.Name, err)
 		}
 	}

@@ -99,6 +99,7 @@ type mainOptions struct {
 	nodeSim        *nodesim.Options
 	priorityClass  bool
 	remote         *nodesim.Options
+	network        bool
 }
 
 // WithControllers runs the ReplicaSet, Deployment, StatefulSet and
@@ -123,6 +124,12 @@ func WithPriorityClasses() Option { return func(o *mainOptions) { o.priorityClas
 func WithRemoteCluster(sim nodesim.Options) Option {
 	return func(o *mainOptions) { o.remote = &sim }
 }
+
+// WithNetwork runs the EndpointSlice controller (Services list the pods
+// they select) and gives the apiservers a kubelet client certificate from
+// a CA of the package's own (KubeletClientCA), so they reach a kubelet
+// endpoint for pod logs as KubeletClientUser.
+func WithNetwork() Option { return func(o *mainOptions) { o.network = true } }
 
 // WithAPIServerFlags adds kube-apiserver flags.
 func WithAPIServerFlags(flags ...string) Option {
@@ -158,7 +165,18 @@ func runMain(m *testing.M, o mainOptions) (code int) {
 		}
 		tb.RunCleanups()
 	}()
-	cp, err := localcluster.StartControlPlane(tb, etcdLog, o.apiServerFlags...)
+	flags := o.apiServerFlags
+	var kubeletFlags []string
+	if o.network {
+		var err error
+		if kubeletCA, err = newKubeletPKI(tb.TempDir()); err != nil {
+			fmt.Fprintf(os.Stderr, "harness: kubelet client certificate: %v\n", err)
+			return 1
+		}
+		kubeletFlags = kubeletCA.flags()
+		flags = append(append([]string{}, flags...), kubeletFlags...)
+	}
+	cp, err := localcluster.StartControlPlane(tb, etcdLog, flags...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "harness: %v\n", err)
 		return 1
@@ -178,7 +196,7 @@ func runMain(m *testing.M, o mainOptions) (code int) {
 	}
 	// The namespace controller and the garbage collector always run, so a
 	// test's namespace is really emptied and removed when it ends.
-	running, err := kcm.Start(ctx, cp.Config, kcm.Set{Workloads: o.controllers, Cleanup: true})
+	running, err := kcm.Start(ctx, cp.Config, kcm.Set{Workloads: o.controllers, Cleanup: true, Network: o.network})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "harness: controllers: %v\n", err)
 		return 1
@@ -191,7 +209,7 @@ func runMain(m *testing.M, o mainOptions) (code int) {
 	}
 	var rcp *ControlPlane
 	if o.remote != nil {
-		rcp, err = startRemote(ctx, tb, etcdLog, *o.remote)
+		rcp, err = startRemote(ctx, tb, etcdLog, *o.remote, kubeletFlags...)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "harness: remote cluster: %v\n", err)
 			return 1
@@ -246,11 +264,11 @@ func Remote(t testing.TB) *ControlPlane {
 
 // startRemote starts the remote cluster: its own etcd and apiserver, the
 // stock kube-scheduler (default profile) and a node simulator.
-func startRemote(ctx context.Context, tb *localcluster.ProcessTB, etcdLog string, sim nodesim.Options) (*ControlPlane, error) {
+func startRemote(ctx context.Context, tb *localcluster.ProcessTB, etcdLog string, sim nodesim.Options, flags ...string) (*ControlPlane, error) {
 	if etcdLog != "" {
 		etcdLog += ".remote"
 	}
-	rcp, err := localcluster.StartControlPlane(tb, etcdLog)
+	rcp, err := localcluster.StartControlPlane(tb, etcdLog, flags...)
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,8 @@ type Server struct {
 	clock      clock.PassiveClock
 	workloads  map[string]*entry
 	creates    int
+	serve      bool
+	pool       []string
 }
 
 type entry struct {
@@ -47,6 +49,8 @@ type entry struct {
 	created time.Time
 	phase   provider.Phase
 	message string
+	// instance runs while the workload is Running.
+	instance *instance
 }
 
 // Options configure a server.
@@ -63,6 +67,14 @@ type Options struct {
 	// TLS serves https (with a certificate of its own, WriteCA), which
 	// the contract requires for Secrets.
 	TLS bool
+	// Serve makes every Running workload answer HTTP on its containers'
+	// TCP ports at an address of its own, taken from ServeAddresses and
+	// reported as its address; each request is a line of its log. (Not
+	// loopback addresses: EndpointSlices refuse them.)
+	Serve bool
+	// ServeAddresses are the IPs handed out, one per served workload
+	// (HostAddresses when empty).
+	ServeAddresses []string
 }
 
 // Start starts a server on a loopback port.
@@ -70,7 +82,10 @@ func Start(o Options) *Server {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	s := &Server{token: o.Token, healthy: true, capacity: o.Capacity, startDelay: o.StartDelay, clock: o.Clock, workloads: map[string]*entry{}}
+	s := &Server{token: o.Token, healthy: true, capacity: o.Capacity, startDelay: o.StartDelay, clock: o.Clock, workloads: map[string]*entry{}, serve: o.Serve, pool: o.ServeAddresses}
+	if o.Serve && len(s.pool) == 0 {
+		s.pool, _ = HostAddresses()
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/health", s.health)
 	mux.HandleFunc("GET /v1/capacity", s.capacityHandler)
@@ -78,6 +93,7 @@ func Start(o Options) *Server {
 	mux.HandleFunc("PUT /v1/workloads/{id}", s.create)
 	mux.HandleFunc("GET /v1/workloads/{id}", s.get)
 	mux.HandleFunc("DELETE /v1/workloads/{id}", s.delete)
+	mux.HandleFunc("GET /v1/workloads/{id}/logs", s.logs)
 	if o.TLS {
 		s.Server = httptest.NewTLSServer(s.auth(mux))
 	} else {
@@ -230,6 +246,7 @@ func (s *Server) Fail(id, message string) bool {
 	e, ok := s.workloads[id]
 	if ok {
 		e.phase, e.message = provider.Failed, message
+		e.instance.stop()
 	}
 	return ok
 }
@@ -238,7 +255,10 @@ func (s *Server) Fail(id, message string) bool {
 func (s *Server) Vanish(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.workloads[id]
+	e, ok := s.workloads[id]
+	if ok {
+		e.instance.stop()
+	}
 	delete(s.workloads, id)
 	return ok
 }
@@ -416,10 +436,12 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := r.PathValue("id")
-	if _, ok := s.workloads[id]; !ok {
+	e, ok := s.workloads[id]
+	if !ok {
 		writeError(w, http.StatusNotFound, "no workload "+id)
 		return
 	}
+	e.instance.stop()
 	delete(s.workloads, id)
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -429,8 +451,12 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 func (s *Server) workload(id string, e *entry) provider.Workload {
 	if e.phase == provider.Pending && s.clock.Since(e.created) >= s.startDelay {
 		e.phase = provider.Running
+		s.start(id, e)
 	}
 	w := provider.Workload{ID: id, Node: e.req.Node, Pod: e.req.Pod, Phase: e.phase, Message: e.message}
+	if e.phase == provider.Running {
+		w.Addresses = e.instance.addresses()
+	}
 	switch e.phase {
 	case provider.Running:
 		w.Ready = true

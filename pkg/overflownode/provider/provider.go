@@ -18,6 +18,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -72,6 +74,27 @@ type Workload struct {
 	Message string `json:"message,omitempty"`
 	// StartedAt is when the remote workload started running.
 	StartedAt *time.Time `json:"startedAt,omitempty"`
+	// Addresses are the IPs (at most one IPv4 and one IPv6) at which the
+	// workload's container ports are reachable from the home cluster's
+	// network; the node reports them as the pod's podIPs, so Services
+	// that select the pod send traffic there once it is Ready.
+	Addresses []string `json:"addresses,omitempty"`
+}
+
+// LogOptions choose the lines Logs returns, as a pod log request does.
+type LogOptions struct {
+	// Tail is the number of last lines; 0 is all.
+	Tail int
+	// Follow streams new lines until the workload ends or ctx is done.
+	Follow bool
+	// Timestamps prefixes each line with its RFC 3339 time.
+	Timestamps bool
+	// Previous is the last terminated instance's log.
+	Previous bool
+	// Since, when set, drops lines older than it.
+	Since time.Time
+	// LimitBytes, when positive, caps what is returned.
+	LimitBytes int
 }
 
 // Provider is one external GPU provider. Every method is called with a
@@ -98,6 +121,10 @@ type Provider interface {
 	Capacity(ctx context.Context) (v1.ResourceList, error)
 	// Health returns nil when the provider takes new workloads.
 	Health(ctx context.Context) error
+	// Logs streams one container's log of the workload; the caller closes
+	// it. A provider that has no logs returns an error wrapping
+	// ErrUnsupported, a missing workload one wrapping ErrNotFound.
+	Logs(ctx context.Context, id, container string, opts LogOptions) (io.ReadCloser, error)
 	// Carries is what of a pod the provider can run (volume types,
 	// Secrets, ConfigMaps), published in the node's offer so the
 	// scheduler moves only pods it can run; Create refuses the rest.
@@ -154,6 +181,21 @@ func (w *Workload) Validate() error {
 	}
 	if uid, ok := UIDOf(w.ID); !ok || uid != w.Pod.UID {
 		return fmt.Errorf("workload %s: id does not match pod uid %s", w.ID, w.Pod.UID)
+	}
+	var v4, v6 int
+	for i, a := range w.Addresses {
+		ip, err := netip.ParseAddr(a)
+		if err != nil || ip.Zone() != "" || ip.IsUnspecified() {
+			return fmt.Errorf("workload %s: addresses[%d] %q is not an IP address", w.ID, i, a)
+		}
+		if ip.Is4() || ip.Is4In6() {
+			v4++
+		} else {
+			v6++
+		}
+	}
+	if v4 > 1 || v6 > 1 {
+		return fmt.Errorf("workload %s: addresses %v: at most one IPv4 and one IPv6 address", w.ID, w.Addresses)
 	}
 	return nil
 }

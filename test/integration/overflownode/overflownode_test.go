@@ -53,11 +53,12 @@ func TestMain(m *testing.M) {
 		harness.WithCRDs("manifests/crds/claims.sluice.dev_researchclaims.yaml"),
 		harness.WithPriorityClasses(),
 		harness.WithControllers(),
+		harness.WithNetwork(),
 		// Overflow nodes are served by the real overflow node, not the
 		// simulator.
 		harness.WithNodeSimulator(nodesim.Options{StartupDelay: 200 * time.Millisecond, Workers: 8,
 			Skip: labels.SelectorFromSet(labels.Set{overflownode.LabelType: overflownode.TypeValue})}),
-		harness.WithRemoteCluster(nodesim.Options{StartupDelay: remoteStartup, Workers: 8}))
+		harness.WithRemoteCluster(nodesim.Options{StartupDelay: remoteStartup, Workers: 8, Kubelet: true}))
 }
 
 var remoteOnce sync.Once
@@ -124,12 +125,21 @@ func nodeClient(t *testing.T, cp *harness.ControlPlane) kubernetes.Interface {
 // does (overflownode.Providers, overflownode.Start), as its ServiceAccount.
 func startNode(t *testing.T, cp *harness.ControlPlane, name string, providers ...overflownode.ProviderConfig) *overflowNode {
 	t.Helper()
+	return startNodeWith(t, cp, name, nil, providers...)
+}
+
+// startNodeWith is startNode with a change to the configuration.
+func startNodeWith(t *testing.T, cp *harness.ControlPlane, name string, change func(*overflownode.Config), providers ...overflownode.ProviderConfig) *overflowNode {
+	t.Helper()
 	client := nodeClient(t, cp)
 	cfg := &overflownode.Config{
 		APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: name, Providers: providers,
 		ReconcileInterval:      &metav1.Duration{Duration: 500 * time.Millisecond},
 		RequestTimeout:         &metav1.Duration{Duration: 3 * time.Second},
 		ProviderFailureTimeout: &metav1.Duration{Duration: 30 * time.Second},
+	}
+	if change != nil {
+		change(cfg)
 	}
 	cfg.Default()
 	if errs := cfg.Validate(); len(errs) > 0 {

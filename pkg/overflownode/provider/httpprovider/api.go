@@ -11,6 +11,14 @@
 //	GET    /v1/workloads/{id}          -> provider.Workload; 404 when absent
 //	GET    /v1/workloads?node=NODE     -> WorkloadList
 //	DELETE /v1/workloads/{id}          -> 200, 202 or 204; 404 counts as deleted
+//	GET    /v1/workloads/{id}/logs?container=C[&tailLines=N][&follow=true]
+//	       [&timestamps=true][&previous=true][&sinceTime=RFC3339][&limitBytes=N]
+//	                                   -> text/plain, streamed while follow; 404
+//	                                      when absent, 501 when the provider keeps no logs
+//
+// A workload reports its addresses: the IPs at which its container ports
+// are reachable from the home cluster's network. The node publishes them
+// as the pod's IPs, so a Service selecting the pod sends traffic there.
 //
 // Errors are {"error": "..."}; 422 means the provider cannot run the
 // workload as written. Requests carry "Authorization: Bearer <token>"

@@ -16,7 +16,9 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -208,19 +210,20 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.Path, e.Code, e.Message)
 }
 
-// Unwrap maps 404 to provider.ErrNotFound and 422 to
+// Unwrap maps 404 to provider.ErrNotFound, and 422 and 501 to
 // provider.ErrUnsupported.
 func (e *StatusError) Unwrap() error {
 	switch e.Code {
 	case http.StatusNotFound:
 		return provider.ErrNotFound
-	case http.StatusUnprocessableEntity:
+	case http.StatusUnprocessableEntity, http.StatusNotImplemented:
 		return provider.ErrUnsupported
 	}
 	return nil
 }
 
-func (c *Client) do(ctx context.Context, method, path string, query url.Values, body []byte, out any) error {
+// send sends one request and returns the answer when it is a 2xx.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body []byte, accept string) (*http.Response, error) {
 	u := *c.base
 	u.Path += path
 	u.RawQuery = query.Encode()
@@ -230,38 +233,72 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
 		token, err := os.ReadFile(c.token)
 		if err != nil {
-			return fmt.Errorf("reading the token file: %w", err)
+			return nil, fmt.Errorf("reading the token file: %w", err)
 		}
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var e Error
+	msg := strings.TrimSpace(string(data))
+	if json.Unmarshal(data, &e) == nil && e.Error != "" {
+		msg = e.Error
+	}
+	if len(msg) > 512 {
+		msg = msg[:512] + "..."
+	}
+	return nil, &StatusError{Method: method, Path: path, Code: resp.StatusCode, Message: msg}
+}
+
+// Logs streams GET /v1/workloads/{id}/logs (text/plain).
+func (c *Client) Logs(ctx context.Context, id, container string, o provider.LogOptions) (io.ReadCloser, error) {
+	q := url.Values{"container": {container}}
+	if o.Tail > 0 {
+		q.Set("tailLines", strconv.Itoa(o.Tail))
+	}
+	if o.LimitBytes > 0 {
+		q.Set("limitBytes", strconv.Itoa(o.LimitBytes))
+	}
+	if !o.Since.IsZero() {
+		q.Set("sinceTime", o.Since.UTC().Format(time.RFC3339))
+	}
+	for name, on := range map[string]bool{"follow": o.Follow, "timestamps": o.Timestamps, "previous": o.Previous} {
+		if on {
+			q.Set(name, "true")
+		}
+	}
+	resp, err := c.send(ctx, http.MethodGet, "/v1/workloads/"+url.PathEscape(id)+"/logs", q, nil, "text/plain")
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body []byte, out any) error {
+	resp, err := c.send(ctx, method, path, query, body, "application/json")
+	if err != nil {
+		return err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		var e Error
-		msg := strings.TrimSpace(string(data))
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		if len(msg) > 512 {
-			msg = msg[:512] + "..."
-		}
-		return &StatusError{Method: method, Path: path, Code: resp.StatusCode, Message: msg}
 	}
 	if out == nil || len(data) == 0 && resp.StatusCode == http.StatusNoContent {
 		return nil

@@ -8,12 +8,15 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -193,7 +196,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		}
 	}
 	sort.Strings(ops)
-	want := []string{"DELETE /v1/workloads/{id}", "GET /v1/capacity", "GET /v1/health", "GET /v1/workloads", "GET /v1/workloads/{id}", "PUT /v1/workloads/{id}"}
+	want := []string{"DELETE /v1/workloads/{id}", "GET /v1/capacity", "GET /v1/health", "GET /v1/workloads", "GET /v1/workloads/{id}", "GET /v1/workloads/{id}/logs", "PUT /v1/workloads/{id}"}
 	if diff := cmp.Diff(want, ops); diff != "" {
 		t.Errorf("operations (-client,+document):\n%s", diff)
 	}
@@ -338,5 +341,58 @@ func TestSecretsOverTLS(t *testing.T) {
 	}
 	if len(plain.IDs()) != 0 {
 		t.Errorf("a workload reading Secrets was created over plain http")
+	}
+}
+
+// TestAddressesAndLogs: a served workload reports the loopback address it
+// answers at, and its log (tail, and 404 for a workload that is gone) is
+// read through the contract's logs endpoint.
+func TestAddressesAndLogs(t *testing.T) {
+	srv := providerserver.Start(providerserver.Options{Capacity: map[string]string{"nvidia.com/gpu": "16"}, Serve: true, ServeAddresses: []string{"127.0.0.1"}})
+	defer srv.Close()
+	c := newClient(t, srv, "")
+	ctx := context.Background()
+	p := pod("llm-0", "a")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: int32(port)}}
+	id := provider.IDFor(p.UID)
+	if err := c.Create(ctx, id, p, provider.Refs{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Validate(); err != nil || len(w.Addresses) != 1 {
+		t.Fatalf("workload %+v (%v), want one valid address", w, err)
+	}
+	resp, err := http.Get("http://" + net.JoinHostPort(w.Addresses[0], strconv.Itoa(port)) + "/v1/completions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	read := func(o provider.LogOptions) string {
+		t.Helper()
+		rc, err := c.Logs(ctx, id, "server", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		data, _ := io.ReadAll(rc)
+		return string(data)
+	}
+	if got := read(provider.LogOptions{}); !strings.Contains(got, "container server started") || !strings.Contains(got, "GET /v1/completions") {
+		t.Errorf("log = %q, want the start and the request", got)
+	}
+	if got := read(provider.LogOptions{Tail: 1}); strings.Count(got, "\n") != 1 || !strings.Contains(got, "GET /v1/completions") {
+		t.Errorf("log, last line = %q, want the request only", got)
+	}
+	if _, err := c.Logs(ctx, "sluice-gone", "server", provider.LogOptions{}); !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("log of a missing workload: %v, want ErrNotFound", err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -406,10 +407,36 @@ func workloadOf(pod *v1.Pod) provider.Workload {
 		t := pod.Status.StartTime.Time
 		w.StartedAt = &t
 	}
+	for _, ip := range pod.Status.PodIPs {
+		w.Addresses = append(w.Addresses, ip.IP)
+	}
 	if !w.Ready {
 		w.Message = messageOf(pod)
 	}
 	return w
+}
+
+// Logs streams the remote pod's log of container, through the remote
+// apiserver (and so the remote kubelet).
+func (p *Provider) Logs(ctx context.Context, id, container string, o provider.LogOptions) (io.ReadCloser, error) {
+	opts := &v1.PodLogOptions{Container: container, Follow: o.Follow, Timestamps: o.Timestamps, Previous: o.Previous}
+	if o.Tail > 0 {
+		opts.TailLines = ptr.To(int64(o.Tail))
+	}
+	if o.LimitBytes > 0 {
+		opts.LimitBytes = ptr.To(int64(o.LimitBytes))
+	}
+	if !o.Since.IsZero() {
+		opts.SinceTime = &metav1.Time{Time: o.Since}
+	}
+	rc, err := p.client.CoreV1().Pods(p.namespace).GetLogs(id, opts).Stream(ctx)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%w: remote pod %s: %v", provider.ErrNotFound, id, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("remote pod %s: %w", id, err)
+	}
+	return rc, nil
 }
 
 // messageOf explains a remote pod that does not serve.
