@@ -366,7 +366,9 @@ func TestTrafficAndLogsOverHTTPProvider(t *testing.T) {
 	harness.Eventually(t, 30*time.Second, func(context.Context) (bool, error) {
 		_, listed := eps.readyAddresses()[addr]
 		return !listed, nil
-	}, func() string { return fmt.Sprintf("%s (%s) out of the ready endpoints: %v", p.Name, addr, eps.readyAddresses()) })
+	}, func() string {
+		return fmt.Sprintf("%s (%s) out of the ready endpoints: %v", p.Name, addr, eps.readyAddresses())
+	})
 	eps.violations.Check(t)
 }
 
