@@ -11,7 +11,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -52,10 +52,11 @@ const (
 // fits somewhere is placed before any production pod, so returns take only
 // room no waiting research could use. A pod moves once such room has
 // stayed free for it for the hysteresis window; capacity that flaps resets
-// the window, so pods do not ping-pong. A wave is at most maxPodsPerWave
-// pods, paced by their budgets, minWaveInterval apart; the next waits
-// until the pods of the last one have their own replacements Ready on a
-// physical node, or the wave times out.
+// the window, so pods do not ping-pong. Each budget returns on its own: a
+// budget's wave is at most maxPodsPerWave of its pods, no more than it
+// allows, minWaveInterval after its last; its next waits until the pods of
+// its last have their own replacements Ready on a physical node, or the
+// wave times out. No budget waits for another's replacements.
 type Controller struct {
 	cfg Config
 
@@ -63,10 +64,11 @@ type Controller struct {
 	nodes corelisters.NodeLister
 
 	fitsSince map[types.UID]time.Time
-	// current is the wave in flight (nil: none); the pod handler reads
-	// it.
-	current  atomic.Pointer[wave]
-	lastWave time.Time
+	// inFlight is, per budget, its wave in flight; the pod handler reads
+	// it. lastWave is when each budget's last wave started.
+	mu       sync.Mutex
+	inFlight map[string]*wave
+	lastWave map[string]time.Time
 }
 
 // Config is what a return controller needs.
@@ -103,6 +105,8 @@ func New(cfg Config) *Controller {
 		pods:      cfg.Informers.Core().V1().Pods().Lister(),
 		nodes:     cfg.Informers.Core().V1().Nodes().Lister(),
 		fitsSince: map[types.UID]time.Time{},
+		inFlight:  map[string]*wave{},
+		lastWave:  map[string]time.Time{},
 	}
 }
 
@@ -141,10 +145,24 @@ func (r *Controller) Run(ctx context.Context) {
 }
 
 func (r *Controller) observe(obj any) {
-	w := r.current.Load()
-	if p, ok := obj.(*v1.Pod); ok && w != nil {
+	p, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	for _, w := range r.waves() {
 		w.observe(p, r.physical)
 	}
+}
+
+// waves are the waves in flight.
+func (r *Controller) waves() map[string]*wave {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]*wave, len(r.inFlight))
+	for b, w := range r.inFlight {
+		out[b] = w
+	}
+	return out
 }
 
 // physical reports whether a node is a physical (not overflow) node.
@@ -177,41 +195,48 @@ func (r *Controller) Tick(ctx context.Context) {
 	}
 	metrics.ProductionOnOverflow.Set(float64(onOverflow))
 
-	if w := r.current.Load(); w != nil {
+	gone := func(p *v1.Pod) bool {
+		cur, err := r.pods.Pods(p.Namespace).Get(p.Name)
+		return err != nil || cur.UID != p.UID
+	}
+	// Each budget's wave ends on its own: its pods gone and their own
+	// replacements Ready on a physical node, or its timeout.
+	for budget, w := range r.waves() {
 		for _, p := range pods {
 			w.observe(p, r.physical)
 		}
-		gone := func(p *v1.Pod) bool {
-			cur, err := r.pods.Pods(p.Namespace).Get(p.Name)
-			return err != nil || cur.UID != p.UID
-		}
 		switch {
 		case w.done(gone):
-			logger.V(2).Info("Return wave done", "pods", len(w.pods))
+			logger.V(2).Info("Return wave done", "budget", budget, "pods", len(w.pods))
 		case now.Sub(w.started) > time.Duration(r.cfg.Return.WaveTimeoutSeconds)*time.Second:
-			r.timedOut(ctx, w)
+			r.timedOut(ctx, budget, w)
 		default:
-			return
+			continue
 		}
-		r.current.Store(nil)
+		r.mu.Lock()
+		delete(r.inFlight, budget)
+		r.mu.Unlock()
 	}
 	ready := r.movable(ctx, pods, nodes, byName, now)
-	if len(ready) == 0 || now.Sub(r.lastWave) < time.Duration(r.cfg.Return.MinWaveIntervalSeconds)*time.Second {
+	if len(ready) == 0 {
 		return
 	}
-	var moved []*v1.Pod
-	taken := map[string]int{}
+	waiting := r.waves()
+	moved := map[string][]*v1.Pod{}
+	total := 0
 	for _, p := range ready {
-		if len(moved) >= int(r.cfg.Return.MaxPodsPerWave) {
-			break
-		}
 		budget, why := r.cfg.Budgets.Of(p)
-		if why != "" || budget.Capacity-taken[budget.Name] <= 0 {
+		if why != "" || waiting[budget.Name] != nil {
+			// Not movable, or its budget waits for its own wave.
+			continue
+		}
+		if now.Sub(r.lastWave[budget.Name]) < time.Duration(r.cfg.Return.MinWaveIntervalSeconds)*time.Second ||
+			len(moved[budget.Name]) >= int(r.cfg.Return.MaxPodsPerWave) || budget.Capacity-len(moved[budget.Name]) <= 0 {
 			continue
 		}
 		// An eviction cut off (its leader killed) is finished: the
 		// budget already counts the pod as gone.
-		if !budget.Spent(p, now) && budget.Allowed-taken[budget.Name] <= 0 {
+		if !budget.Spent(p, now) && budget.Allowed-len(moved[budget.Name]) <= 0 {
 			continue
 		}
 		note := fmt.Sprintf("physical room for it has been free for %ds; its replacement goes back to a physical node", r.cfg.Return.HysteresisSeconds)
@@ -221,18 +246,23 @@ func (r *Controller) Tick(ctx context.Context) {
 			continue
 		}
 		if ok {
-			taken[budget.Name]++
-			moved = append(moved, p)
+			moved[budget.Name] = append(moved[budget.Name], p)
+			total++
 			delete(r.fitsSince, p.UID)
 		}
 	}
-	if len(moved) > 0 {
-		metrics.ReturnMoves.Add(float64(len(moved)))
-		metrics.OverflowWaves.WithLabelValues(overflow.MoveReturn).Inc()
-		r.current.Store(newWave(moved, now))
-		r.lastWave = now
-		logger.V(2).Info("Return wave started", "pods", len(moved))
+	if total == 0 {
+		return
 	}
+	metrics.ReturnMoves.Add(float64(total))
+	r.mu.Lock()
+	for budget, ps := range moved {
+		r.inFlight[budget] = newWave(ps, now)
+		r.lastWave[budget] = now
+		metrics.OverflowWaves.WithLabelValues(overflow.MoveReturn).Inc()
+		logger.V(2).Info("Return wave started", "budget", budget, "pods", len(ps))
+	}
+	r.mu.Unlock()
 }
 
 func (r *Controller) event(p *v1.Pod, reason, format string, args ...any) {
@@ -241,10 +271,10 @@ func (r *Controller) event(p *v1.Pod, reason, format string, args ...any) {
 	}
 }
 
-// timedOut gives up waiting for the running wave.
-func (r *Controller) timedOut(ctx context.Context, w *wave) {
+// timedOut gives up waiting for a budget's wave.
+func (r *Controller) timedOut(ctx context.Context, budget string, w *wave) {
 	timeout := time.Duration(r.cfg.Return.WaveTimeoutSeconds) * time.Second
-	klog.FromContext(ctx).Info("Return wave timed out; the next wave no longer waits for it", "pods", len(w.pods), "timeout", timeout)
+	klog.FromContext(ctx).Info("Return wave timed out; the budget's next wave no longer waits for it", "budget", budget, "pods", len(w.pods), "timeout", timeout)
 	if r.cfg.Recorder == nil {
 		return
 	}

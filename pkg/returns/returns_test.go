@@ -6,6 +6,8 @@ package returns
 import (
 	"context"
 	"os"
+	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -367,4 +370,51 @@ func TestReplacementSeenOnce(t *testing.T) {
 	if w.moves() != 2 {
 		t.Fatalf("%d moves, want the next wave once the replacement was seen Ready", w.moves())
 	}
+}
+
+// of makes p a pod of ReplicaSet rs (UID "rs-"+rs), app rs.
+func of(p *v1.Pod, rs string) *v1.Pod {
+	p.Labels["app"] = rs
+	p.OwnerReferences[0].Name, p.OwnerReferences[0].UID = rs, types.UID("rs-"+rs)
+	return p
+}
+
+// TestBudgetsReturnOnTheirOwn: each budget is spent and refilled on its
+// own. Two ReplicaSets of two replicas (a default budget of one each)
+// return one pod each; chat's replacement turns Ready on a physical node,
+// serve's never does: chat's second pod moves at once, and serve's waits
+// for its own replacement, not for a global wave.
+func TestBudgetsReturnOnTheirOwn(t *testing.T) {
+	w := newWorld(t)
+	w.store(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "serve", UID: "rs-serve"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2)}})
+	w.store(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "chat", UID: "rs-chat"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2)}})
+	serve2 := w.serving("serve-2", "vk", 0)
+	serve2.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+	w.store(serve2)
+	chat1, chat2 := of(w.serving("chat-1", "vk", 0), "chat"), of(w.serving("chat-2", "vk", 0), "chat")
+	chat2.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+	w.store(chat1)
+	w.store(chat2)
+	w.at(0)
+	w.at(time.Minute)
+	if got := w.evictedNames(); !reflect.DeepEqual(got, []string{"chat-1", "serve"}) {
+		t.Fatalf("first moves %v, want serve and chat-1 (one per budget)", got)
+	}
+	w.remove(w.serving("serve", "vk", 8))
+	w.remove(chat1)
+	replacement := of(w.serving("chat-new", "n0", 0), "chat")
+	replacement.CreationTimestamp = metav1.NewTime(t0.Add(time.Minute))
+	w.store(replacement)
+	w.at(2 * time.Minute)
+	if got := w.evictedNames(); !reflect.DeepEqual(got, []string{"chat-1", "chat-2", "serve"}) {
+		t.Fatalf("moves %v once chat's replacement is Ready, want chat-2 moved and serve-2 waiting for serve's replacement", got)
+	}
+}
+
+func (w *world) evictedNames() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := append([]string(nil), w.evicted...)
+	sort.Strings(out)
+	return out
 }

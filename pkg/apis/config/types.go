@@ -223,14 +223,15 @@ type ReturnConfig struct {
 	// HysteresisSeconds is how long physical room for a pod must stay free
 	// before the pod is moved back.
 	HysteresisSeconds int64
-	// MaxPodsPerWave bounds one wave of moves.
+	// MaxPodsPerWave bounds one budget's wave of moves.
 	MaxPodsPerWave int32
-	// MinWaveIntervalSeconds is the least time between waves.
+	// MinWaveIntervalSeconds is the least time between two waves of one
+	// budget.
 	MinWaveIntervalSeconds int64
 	// PollIntervalSeconds is how often the controller looks.
 	PollIntervalSeconds int64
-	// WaveTimeoutSeconds bounds one wave of moves: replacements not Ready
-	// by then no longer hold back the next wave.
+	// WaveTimeoutSeconds bounds one budget's wave: replacements not Ready
+	// by then no longer hold back its next wave.
 	WaveTimeoutSeconds int64
 }
 

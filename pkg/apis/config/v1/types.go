@@ -200,13 +200,15 @@ type ReturnConfig struct {
 	Enabled *bool `json:"enabled,omitempty"`
 	// HysteresisSeconds physical room must stay free. Default: 120.
 	HysteresisSeconds *int64 `json:"hysteresisSeconds,omitempty"`
-	// MaxPodsPerWave. Default: 10.
+	// MaxPodsPerWave bounds one budget's wave (each budget returns on
+	// its own). Default: 10.
 	MaxPodsPerWave *int32 `json:"maxPodsPerWave,omitempty"`
-	// MinWaveIntervalSeconds. Default: 30.
+	// MinWaveIntervalSeconds between two waves of one budget. Default: 30.
 	MinWaveIntervalSeconds *int64 `json:"minWaveIntervalSeconds,omitempty"`
 	// PollIntervalSeconds. Default: 5.
 	PollIntervalSeconds *int64 `json:"pollIntervalSeconds,omitempty"`
-	// WaveTimeoutSeconds bounds one wave of moves. Default: 300.
+	// WaveTimeoutSeconds bounds how long a budget's wave waits for its
+	// replacements before its next may start. Default: 300.
 	WaveTimeoutSeconds *int64 `json:"waveTimeoutSeconds,omitempty"`
 }
 
