@@ -217,6 +217,11 @@ func (r *Controller) Tick(ctx context.Context) {
 		delete(r.inFlight, budget)
 		r.mu.Unlock()
 	}
+	for budget, at := range r.lastWave {
+		if now.Sub(at) >= time.Duration(r.cfg.Return.MinWaveIntervalSeconds)*time.Second {
+			delete(r.lastWave, budget)
+		}
+	}
 	ready := r.movable(ctx, pods, nodes, byName, now)
 	if len(ready) == 0 {
 		return
@@ -302,6 +307,18 @@ func (r *Controller) movable(ctx context.Context, pods []*v1.Pod, nodes []*v1.No
 	// Research first: each waiting research pod that fits takes its room.
 	for _, p := range pods {
 		if !r.cfg.Classes.IsResearch(p) || p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" ||
+			p.DeletionTimestamp != nil || len(p.Spec.SchedulingGates) > 0 || terminal(p) {
+			continue
+		}
+		if fit, ok := r.cfg.FitFor(p.Spec.SchedulerName); ok {
+			fit.Place(ctx, snap, p)
+		}
+	}
+	// Then production waiting to be placed (the replacements of returns
+	// in flight, of every budget): the room they are about to take is
+	// not free for another move.
+	for _, p := range pods {
+		if !r.cfg.Classes.IsProduction(p) || p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" ||
 			p.DeletionTimestamp != nil || len(p.Spec.SchedulingGates) > 0 || terminal(p) {
 			continue
 		}

@@ -418,3 +418,31 @@ func (w *world) evictedNames() []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestPendingReplacementHoldsItsRoom: the replacement of one budget's
+// return, created but not yet placed, holds the room it is about to
+// take: another budget's pod is not moved back into it (it would land on
+// the overflow node again, a second cold start).
+func TestPendingReplacementHoldsItsRoom(t *testing.T) {
+	w := newWorld(t)
+	w.store(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "chat", UID: "rs-chat"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](1)}})
+	chat := of(w.serving("chat-1", "vk", 8), "chat")
+	chat.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+	w.store(chat)
+	w.at(0)
+	w.at(time.Minute)
+	if got := w.evictedNames(); !reflect.DeepEqual(got, []string{"serve"}) {
+		t.Fatalf("first moves %v, want serve (the older) alone: the room fits one", got)
+	}
+	w.remove(w.serving("serve", "vk", 8))
+	pending := w.serving("serve-new", "", 8)
+	pending.Status.Phase, pending.Status.Conditions = v1.PodPending, nil
+	pending.CreationTimestamp = metav1.NewTime(t0.Add(time.Minute))
+	w.store(pending)
+	for d := 2 * time.Minute; d <= 4*time.Minute; d += 30 * time.Second {
+		w.at(d)
+	}
+	if got := w.evictedNames(); !reflect.DeepEqual(got, []string{"serve"}) {
+		t.Fatalf("moves %v while serve's replacement waits to be placed, want chat-1 kept on the overflow node", got)
+	}
+}
