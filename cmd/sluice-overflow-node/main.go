@@ -64,6 +64,9 @@ func run(ctx context.Context, configFile, kubeconfig, listen, nodeIP string) err
 	if err != nil {
 		return err
 	}
+	if nodeIP != "" && cfg.KubeletAPI == nil {
+		return fmt.Errorf("--node-ip %s: %s has no kubeletAPI to serve on it", nodeIP, configFile)
+	}
 	members, err := overflownode.Providers(cfg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", configFile, err)

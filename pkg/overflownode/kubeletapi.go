@@ -47,18 +47,26 @@ func (n *Node) serveKubeletAPI(ctx context.Context) error {
 	}
 	mux.HandleFunc("/portForward/{namespace}/{pod}", n.refuse("port-forward"))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	srv := &http.Server{Handler: n.authorized(mux), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second}
+	// Requests end with ctx (a follow stream included).
+	srv := &http.Server{Handler: n.authorized(mux), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	done := make(chan struct{})
 	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	go func() {
+		defer close(done)
 		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			klog.FromContext(ctx).Error(err, "Kubelet API server stopped")
 		}
 	}()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if srv.Shutdown(shutdown) != nil {
+			_ = srv.Close()
+		}
+		<-done
+	}()
+	n.kubeletDone = done
 	return nil
 }
 
@@ -149,6 +157,11 @@ func (n *Node) containerLogs(w http.ResponseWriter, r *http.Request) {
 	opts, err := logOptions(r.URL.Query(), n.now())
 	if err != nil {
 		writeStatus(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if r.URL.Query().Get("tailLines") == "0" && !opts.Follow {
+		// No line asked for (Tail 0 means all to a provider).
+		w.Header().Set("Content-Type", "text/plain")
 		return
 	}
 	pod, rem, code, err := n.runningAt(namespace, name)

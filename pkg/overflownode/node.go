@@ -111,6 +111,9 @@ type Node struct {
 	held map[types.UID]time.Time
 	// dispatching are the pods a CreatePod call is dispatching now.
 	dispatching map[types.UID]bool
+	// kubeletDone is closed when the kubelet API server has stopped (nil
+	// without one).
+	kubeletDone chan struct{}
 	notifyPod   func(*v1.Pod)
 	notifyNode  func(*v1.Node)
 	lastNode    *v1.NodeStatus

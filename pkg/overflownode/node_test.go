@@ -614,23 +614,22 @@ func TestShippedConfig(t *testing.T) {
 	}
 }
 
-func TestWorkloadAddressesValidated(t *testing.T) {
-	base := provider.Workload{ID: provider.IDFor("u"), Node: "n", Pod: provider.PodRef{Namespace: "a", Name: "b", UID: "u"}, Phase: provider.Running}
+func TestPodIPs(t *testing.T) {
 	for _, tt := range []struct {
 		addresses []string
-		want      string
+		want      []string
 	}{
-		{nil, ""},
-		{[]string{"10.0.0.1", "fd00::1"}, ""},
-		{[]string{"host.example"}, `addresses[0] "host.example" is not an IP address`},
-		{[]string{"0.0.0.0"}, "is not an IP address"},
-		{[]string{"10.0.0.1", "10.0.0.2"}, "at most one IPv4 and one IPv6"},
+		{nil, nil},
+		{[]string{"10.0.0.1", "fd00::1"}, []string{"10.0.0.1", "fd00::1"}},
+		{[]string{"host.example", "127.0.0.1", "169.254.1.1", "fe80::1", "0.0.0.0", "10.0.0.2"}, []string{"10.0.0.2"}},
+		{[]string{"10.0.0.1", "10.0.0.2"}, []string{"10.0.0.1"}},
 	} {
-		w := base
-		w.Addresses = tt.addresses
-		err := w.Validate()
-		if (tt.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("addresses %v: %v, want %q", tt.addresses, err, tt.want)
+		var got []string
+		for _, ip := range podIPs(tt.addresses) {
+			got = append(got, ip.IP)
+		}
+		if !cmp.Equal(got, tt.want) {
+			t.Errorf("podIPs(%v) = %v, want %v", tt.addresses, got, tt.want)
 		}
 	}
 }

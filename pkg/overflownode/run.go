@@ -119,16 +119,24 @@ func Start(ctx context.Context, client kubernetes.Interface, cfg *Config, member
 		return nil, fmt.Errorf("node controller: %w", err)
 	}
 
+	// The kubelet API stops with ctx, or as soon as starting fails.
+	apiCtx, stopAPI := context.WithCancel(ctx)
+	fail := func(err error) (*Running, error) {
+		stopAPI()
+		if n.kubeletDone != nil {
+			<-n.kubeletDone
+		}
+		broadcaster.Shutdown()
+		return nil, err
+	}
 	if cfg.KubeletAPI != nil {
-		if err := n.serveKubeletAPI(ctx); err != nil {
-			broadcaster.Shutdown()
-			return nil, err
+		if err := n.serveKubeletAPI(apiCtx); err != nil {
+			return fail(err)
 		}
 	}
 	podInformers.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced) {
-		broadcaster.Shutdown()
-		return nil, fmt.Errorf("pod informer did not sync: %w", ctx.Err())
+		return fail(fmt.Errorf("pod informer did not sync: %w", ctx.Err()))
 	}
 	// The first reconcile fills the index from the providers' listings
 	// before the pod controller compares them with the apiserver.
@@ -145,11 +153,9 @@ func Start(ctx context.Context, client kubernetes.Interface, cfg *Config, member
 	select {
 	case <-nc.Ready():
 	case <-nodeDone:
-		broadcaster.Shutdown()
-		return nil, fmt.Errorf("registering node %s failed: %v", cfg.NodeName, nc.Err())
+		return fail(fmt.Errorf("registering node %s failed: %v", cfg.NodeName, nc.Err()))
 	case <-ctx.Done():
-		broadcaster.Shutdown()
-		return nil, ctx.Err()
+		return fail(ctx.Err())
 	}
 	podDone := make(chan struct{})
 	go func() {
@@ -163,6 +169,10 @@ func Start(ctx context.Context, client kubernetes.Interface, cfg *Config, member
 		wait.UntilWithContext(ctx, n.Reconcile, cfg.ReconcileInterval.Duration)
 		<-nodeDone
 		<-podDone
+		stopAPI()
+		if n.kubeletDone != nil {
+			<-n.kubeletDone
+		}
 		broadcaster.Shutdown()
 	}()
 	// The node status callback exists now: publish the current status.

@@ -106,12 +106,19 @@ func (n *Node) statusFor(pod *v1.Pod, r *remote) v1.PodStatus {
 	return st
 }
 
-// podIPs are a workload's addresses (validated) in canonical form.
+// podIPs are a workload's usable addresses (provider.UsableAddress), at
+// most one of each family, in canonical form.
 func podIPs(addresses []string) []v1.PodIP {
 	var out []v1.PodIP
+	var v4, v6 bool
 	for _, a := range addresses {
-		if ip, err := netip.ParseAddr(a); err == nil {
-			out = append(out, v1.PodIP{IP: ip.Unmap().String()})
+		if provider.UsableAddress(a) != nil {
+			continue
+		}
+		ip := netip.MustParseAddr(a).Unmap()
+		if ip.Is4() && !v4 || ip.Is6() && !v6 {
+			v4, v6 = v4 || ip.Is4(), v6 || ip.Is6()
+			out = append(out, v1.PodIP{IP: ip.String()})
 		}
 	}
 	return out

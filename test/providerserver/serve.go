@@ -134,6 +134,10 @@ func (s *Server) answer(id, container string, port int32) http.Handler {
 // add appends a line. Called with Server.mu.
 func (in *instance) add(l logLine) {
 	in.lines = append(in.lines, l)
+	if in.stopped {
+		// Its followers are gone already (stop closed changed).
+		return
+	}
 	close(in.changed)
 	in.changed = make(chan struct{})
 }
@@ -155,7 +159,7 @@ func (s *Server) Address(id string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.workloads[id]
-	if !ok || e.instance == nil || e.instance.ip == "" {
+	if !ok || e.instance == nil || e.instance.ip == "" || e.instance.stopped {
 		return "", false
 	}
 	return e.instance.ip, true

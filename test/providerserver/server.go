@@ -42,6 +42,8 @@ type Server struct {
 	creates    int
 	serve      bool
 	pool       []string
+	// vanishAfterRead are ids removed once a GET of them is answered.
+	vanishAfterRead map[string]bool
 }
 
 type entry struct {
@@ -346,6 +348,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "not taking workloads")
 		return
 	}
+	if _, ok := s.workloads[id]; !ok && r.Header.Get("If-Match") == "*" {
+		// Only an update of what exists was asked for.
+		writeError(w, http.StatusPreconditionFailed, "no workload "+id)
+		return
+	}
 	if e, ok := s.workloads[id]; ok {
 		if e.req.Pod != req.Pod {
 			writeError(w, http.StatusConflict, fmt.Sprintf("id %s belongs to pod %s", id, e.req.Pod))
@@ -408,6 +415,23 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.workload(id, e))
+	if s.vanishAfterRead[id] {
+		delete(s.vanishAfterRead, id)
+		e.instance.stop()
+		delete(s.workloads, id)
+	}
+}
+
+// VanishAfterRead removes a workload right after the next GET of it is
+// answered, as a workload lost between a client's read and its next
+// request.
+func (s *Server) VanishAfterRead(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.vanishAfterRead == nil {
+		s.vanishAfterRead = map[string]bool{}
+	}
+	s.vanishAfterRead[id] = true
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {

@@ -77,7 +77,8 @@ type Workload struct {
 	// Addresses are the IPs (at most one IPv4 and one IPv6) at which the
 	// workload's container ports are reachable from the home cluster's
 	// network; the node reports them as the pod's podIPs, so Services
-	// that select the pod send traffic there once it is Ready.
+	// that select the pod send traffic there once it is Ready. Addresses
+	// that cannot be pod IPs (UsableAddress) are dropped.
 	Addresses []string `json:"addresses,omitempty"`
 }
 
@@ -182,20 +183,21 @@ func (w *Workload) Validate() error {
 	if uid, ok := UIDOf(w.ID); !ok || uid != w.Pod.UID {
 		return fmt.Errorf("workload %s: id does not match pod uid %s", w.ID, w.Pod.UID)
 	}
-	var v4, v6 int
-	for i, a := range w.Addresses {
-		ip, err := netip.ParseAddr(a)
-		if err != nil || ip.Zone() != "" || ip.IsUnspecified() {
-			return fmt.Errorf("workload %s: addresses[%d] %q is not an IP address", w.ID, i, a)
-		}
-		if ip.Is4() || ip.Is4In6() {
-			v4++
-		} else {
-			v6++
-		}
-	}
-	if v4 > 1 || v6 > 1 {
-		return fmt.Errorf("workload %s: addresses %v: at most one IPv4 and one IPv6 address", w.ID, w.Addresses)
+	return nil
+}
+
+// UsableAddress reports why an address a provider reported cannot be a
+// pod IP: not an IP, or one EndpointSlices refuse (unspecified, loopback,
+// link-local, multicast); nil when it can. The node drops such addresses
+// (the workload still runs) rather than break the Services that select
+// the pod.
+func UsableAddress(a string) error {
+	ip, err := netip.ParseAddr(a)
+	switch {
+	case err != nil || ip.Zone() != "":
+		return fmt.Errorf("%q is not an IP address", a)
+	case ip.Unmap().IsUnspecified(), ip.Unmap().IsLoopback(), ip.Unmap().IsLinkLocalUnicast(), ip.Unmap().IsMulticast():
+		return fmt.Errorf("%s is unspecified, loopback, link-local or multicast: EndpointSlices refuse it", a)
 	}
 	return nil
 }

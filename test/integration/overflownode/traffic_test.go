@@ -36,6 +36,7 @@ import (
 
 	"github.com/sluice-sched/sluice/pkg/overflownode"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider/kube"
 	"github.com/sluice-sched/sluice/test/harness"
 	"github.com/sluice-sched/sluice/test/providerserver"
 )
@@ -428,8 +429,13 @@ func TestTrafficAndLogsOverKubernetesProvider(t *testing.T) {
 	api := kubeletAPI(t)
 	startNodeWith(t, cp, name, func(c *overflownode.Config) { c.KubeletAPI = api }, kubeProvider(rcp, "burst", 0))
 
+	// Called on the watch's goroutine: no t.Fatal there.
 	live := func(addr string) bool {
-		for _, rp := range remotePods(t, rcp, name) {
+		list, err := rcp.Client.CoreV1().Pods(remoteNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: kube.LabelNode + "=" + name})
+		if err != nil {
+			return false
+		}
+		for _, rp := range list.Items {
 			if rp.Status.PodIP == addr && ready(&rp) {
 				return true
 			}

@@ -93,6 +93,11 @@ func New(o Options) (*Client, error) {
 
 // Create puts the workload.
 func (c *Client) Create(ctx context.Context, id string, pod *v1.Pod, refs provider.Refs) error {
+	return c.put(ctx, id, pod, refs, nil)
+}
+
+// put sends PUT /v1/workloads/{id} with the headers given.
+func (c *Client) put(ctx context.Context, id string, pod *v1.Pod, refs provider.Refs, hdr http.Header) error {
 	if !refs.Empty() && !c.tls {
 		// Carries says so too; this is the last guard.
 		return fmt.Errorf("%w: Secrets and ConfigMaps are sent only over https", provider.ErrUnsupported)
@@ -105,7 +110,7 @@ func (c *Client) Create(ctx context.Context, id string, pod *v1.Pod, refs provid
 	if err != nil {
 		return err
 	}
-	return c.do(ctx, http.MethodPut, "/v1/workloads/"+url.PathEscape(id), nil, body, nil)
+	return c.doWith(ctx, http.MethodPut, "/v1/workloads/"+url.PathEscape(id), nil, body, nil, hdr)
 }
 
 // Delete deletes the workload.
@@ -176,12 +181,15 @@ func (c *Client) Carries() offer.Carries {
 }
 
 // UpdateRefs puts the workload again with the current Secrets and
-// ConfigMaps, if it still exists (a vanished one is not run again).
+// ConfigMaps, only if it still exists: "If-Match: *", which a provider
+// answers with 412 for an id it does not have (a vanished workload is not
+// run again). The GET first keeps that true of a provider that ignores
+// the header, but for the moment between the two.
 func (c *Client) UpdateRefs(ctx context.Context, id string, pod *v1.Pod, refs provider.Refs) error {
 	if _, err := c.Get(ctx, id); err != nil {
 		return err
 	}
-	return c.Create(ctx, id, pod, refs)
+	return c.put(ctx, id, pod, refs, http.Header{"If-Match": {"*"}})
 }
 
 // Health reads the health.
@@ -210,11 +218,12 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.Path, e.Code, e.Message)
 }
 
-// Unwrap maps 404 to provider.ErrNotFound, and 422 and 501 to
+// Unwrap maps 404 (and 412, the answer to "If-Match: *" for an id the
+// provider does not have) to provider.ErrNotFound, and 422 and 501 to
 // provider.ErrUnsupported.
 func (e *StatusError) Unwrap() error {
 	switch e.Code {
-	case http.StatusNotFound:
+	case http.StatusNotFound, http.StatusPreconditionFailed:
 		return provider.ErrNotFound
 	case http.StatusUnprocessableEntity, http.StatusNotImplemented:
 		return provider.ErrUnsupported
@@ -223,7 +232,7 @@ func (e *StatusError) Unwrap() error {
 }
 
 // send sends one request and returns the answer when it is a 2xx.
-func (c *Client) send(ctx context.Context, method, path string, query url.Values, body []byte, accept string) (*http.Response, error) {
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body []byte, accept string, hdr http.Header) (*http.Response, error) {
 	u := *c.base
 	u.Path += path
 	u.RawQuery = query.Encode()
@@ -234,6 +243,11 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return nil, err
+	}
+	for k, vs := range hdr {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	req.Header.Set("Accept", accept)
 	if body != nil {
@@ -283,7 +297,7 @@ func (c *Client) Logs(ctx context.Context, id, container string, o provider.LogO
 			q.Set(name, "true")
 		}
 	}
-	resp, err := c.send(ctx, http.MethodGet, "/v1/workloads/"+url.PathEscape(id)+"/logs", q, nil, "text/plain")
+	resp, err := c.send(ctx, http.MethodGet, "/v1/workloads/"+url.PathEscape(id)+"/logs", q, nil, "text/plain", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +305,11 @@ func (c *Client) Logs(ctx context.Context, id, container string, o provider.LogO
 }
 
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body []byte, out any) error {
-	resp, err := c.send(ctx, method, path, query, body, "application/json")
+	return c.doWith(ctx, method, path, query, body, out, nil)
+}
+
+func (c *Client) doWith(ctx context.Context, method, path string, query url.Values, body []byte, out any, hdr http.Header) error {
+	resp, err := c.send(ctx, method, path, query, body, "application/json", hdr)
 	if err != nil {
 		return err
 	}

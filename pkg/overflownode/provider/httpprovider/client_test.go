@@ -369,7 +369,11 @@ func TestAddressesAndLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := w.Validate(); err != nil || len(w.Addresses) != 1 {
-		t.Fatalf("workload %+v (%v), want one valid address", w, err)
+		t.Fatalf("workload %+v (%v), want one address", w, err)
+	}
+	// Loopback serves this test, but is no pod IP.
+	if err := provider.UsableAddress(w.Addresses[0]); err == nil {
+		t.Errorf("address %s usable as a pod IP, want loopback refused", w.Addresses[0])
 	}
 	resp, err := http.Get("http://" + net.JoinHostPort(w.Addresses[0], strconv.Itoa(port)) + "/v1/completions")
 	if err != nil {
@@ -394,5 +398,28 @@ func TestAddressesAndLogs(t *testing.T) {
 	}
 	if _, err := c.Logs(ctx, "sluice-gone", "server", provider.LogOptions{}); !errors.Is(err, provider.ErrNotFound) {
 		t.Errorf("log of a missing workload: %v, want ErrNotFound", err)
+	}
+}
+
+// TestUpdateRefsNeverRecreates: a workload that vanishes between
+// UpdateRefs' read and its PUT is not started again: the PUT says
+// "If-Match: *" and the provider answers 412.
+func TestUpdateRefsNeverRecreates(t *testing.T) {
+	srv := providerserver.Start(providerserver.Options{Capacity: map[string]string{"nvidia.com/gpu": "16"}})
+	defer srv.Close()
+	c := newClient(t, srv, "")
+	ctx := context.Background()
+	p := pod("llm-0", "a")
+	id := provider.IDFor(p.UID)
+	if err := c.Create(ctx, id, p, provider.Refs{}); err != nil {
+		t.Fatal(err)
+	}
+	// The workload vanishes right after the provider answers the read.
+	srv.VanishAfterRead(id)
+	if err := c.UpdateRefs(ctx, id, p, provider.Refs{}); !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("UpdateRefs of a workload that vanished meanwhile: %v, want ErrNotFound", err)
+	}
+	if ids := srv.IDs(); len(ids) != 0 {
+		t.Errorf("UpdateRefs started %v again", ids)
 	}
 }
