@@ -35,16 +35,24 @@ func main() {
 	flag.IntVar(&o.SchedulerPort, "scheduler-port", 10259, "sluice-scheduler's secure port")
 	flag.IntVar(&o.OverflowPort, "overflow-port", 10266, "sluice-overflow-node's metrics port")
 	plain := flag.Bool("plain", false, "plain log lines even on a terminal")
+	remoteStart := flag.Duration("remote-start", 0, "how long a pod takes to start at the overflow provider (default 20s, 1s with -smoke)")
 	flag.Parse()
 
 	o.Spines, o.LeavesPerSpine, o.NodesPerLeaf, o.GPUsPerNode = 2, 2, 8, 8
 	// The gang takes 20 of the 32 nodes: at least 3 of the 4 leaves.
 	o.Deployments, o.GangPods = 8, 20
-	o.Hold, o.ReturnHysteresis, o.StartupDelay, o.StepTimeout = 15*time.Second, 10*time.Second, 500*time.Millisecond, 5*time.Minute
+	o.Hold, o.ReturnHysteresis, o.StartupDelay, o.StepTimeout = 15*time.Second, 10*time.Second, 500*time.Millisecond, 20*time.Minute
 	if *smoke {
 		o.Spines, o.LeavesPerSpine, o.NodesPerLeaf = 2, 1, 4
 		o.Deployments, o.GangPods = 2, 6
 		o.Hold, o.ReturnHysteresis, o.StartupDelay, o.StepTimeout = 2*time.Second, 3*time.Second, 200*time.Millisecond, 3*time.Minute
+	}
+	o.RemoteStartupDelay = *remoteStart
+	if o.RemoteStartupDelay == 0 {
+		o.RemoteStartupDelay = 20 * time.Second
+		if *smoke {
+			o.RemoteStartupDelay = time.Second
+		}
 	}
 	if *slurm {
 		nodes, _ := strconv.Atoi(os.Getenv("SLURM_NODES"))

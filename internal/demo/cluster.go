@@ -143,7 +143,7 @@ func (c *cluster) startRemote(ctx context.Context, o *Options, logs string) erro
 	if _, err := localcluster.RunScheduler(ctx, file); err != nil {
 		return fmt.Errorf("remote kube-scheduler: %w", err)
 	}
-	if _, err := nodesim.Start(ctx, c.remote.Client, nodesim.Options{StartupDelay: o.StartupDelay, Workers: 8}); err != nil {
+	if _, err := nodesim.Start(ctx, c.remote.Client, nodesim.Options{StartupDelay: o.RemoteStartupDelay, Workers: 8}); err != nil {
 		return err
 	}
 	for i := range o.Spines * o.LeavesPerSpine * o.NodesPerLeaf {

@@ -42,8 +42,10 @@ type Options struct {
 	// Hold is how long the gang trains; ReturnHysteresis how long GPUs
 	// stay free before production returns.
 	Hold, ReturnHysteresis time.Duration
-	// StartupDelay is how long a simulated container takes to start.
-	StartupDelay time.Duration
+	// StartupDelay is how long a simulated container takes to start on a
+	// physical node; RemoteStartupDelay at the provider (a cold start:
+	// image pull and model load).
+	StartupDelay, RemoteStartupDelay time.Duration
 	// StepTimeout bounds every step.
 	StepTimeout time.Duration
 	// Ports the binaries serve on; the demo fails if one is taken.

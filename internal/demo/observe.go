@@ -48,21 +48,124 @@ type observer struct {
 	step    string
 	history []sample
 	// worstUnavailable[app] is the most replicas of a Deployment ever not
-	// Ready at once, and budget its PDB's allowance.
+	// Ready at once (at any pod event since track), and budget its PDB's
+	// allowance.
 	worstUnavailable map[string]int
 	desired          map[string]int
+
+	// Availability, followed at every pod event: each tracked
+	// Deployment's Ready replicas now (ready, since lastAt), and per
+	// phase ("claim", "return") its minimum and the replica-seconds below
+	// spec.replicas.
+	ready  map[string]int
+	lastAt time.Time
+	phase  string
+	avail  map[string]map[string]*availability
+}
+
+// availability is one Deployment's during one phase.
+type availability struct {
+	minReady     int
+	belowSeconds float64
+	seconds      float64
 }
 
 func newObserver(ctx context.Context, c *cluster, o *Options, start time.Time) (*observer, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(namespace))
 	pods := factory.Core().V1().Pods()
 	inf := pods.Informer()
+	ob := &observer{start: start, pods: pods.Lister(), nodes: c.nodes, gpus: o.GPUsPerNode,
+		worstUnavailable: map[string]int{}, desired: map[string]int{}, ready: map[string]int{},
+		avail: map[string]map[string]*availability{}}
+	recount := func(any) { ob.recount(time.Now()) }
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: recount, UpdateFunc: func(_, obj any) { recount(obj) }, DeleteFunc: recount,
+	}); err != nil {
+		return nil, err
+	}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return nil, ctx.Err()
 	}
-	return &observer{start: start, pods: pods.Lister(), nodes: c.nodes, gpus: o.GPUsPerNode,
-		worstUnavailable: map[string]int{}, desired: map[string]int{}}, nil
+	return ob, nil
+}
+
+// recount integrates each tracked Deployment's shortfall up to now and
+// counts its Ready replicas afresh (a pod being deleted is not serving).
+// Serialised: the informer's handler and the story both call it.
+func (ob *observer) recount(time.Time) {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	ob.recountLocked()
+}
+
+// recountLocked is recount; called with ob.mu.
+func (ob *observer) recountLocked() {
+	now := time.Now()
+	pods, _ := ob.pods.List(labels.Everything())
+	ready := map[string]int{}
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && podReady(p) && p.Spec.PriorityClassName != "research" {
+			ready[p.Labels["app"]]++
+		}
+	}
+	ob.integrateLocked(now)
+	for app, want := range ob.desired {
+		ob.ready[app] = ready[app]
+		if un := want - ready[app]; un > ob.worstUnavailable[app] {
+			ob.worstUnavailable[app] = un
+		}
+		if a := ob.avail[ob.phase][app]; a != nil && ready[app] < a.minReady {
+			a.minReady = ready[app]
+		}
+	}
+}
+
+// integrateLocked adds the time since lastAt to the phase's figures.
+// Called with ob.mu.
+func (ob *observer) integrateLocked(now time.Time) {
+	dt := now.Sub(ob.lastAt).Seconds()
+	if dt < 0 {
+		return
+	}
+	ob.lastAt = now
+	if ob.phase == "" {
+		return
+	}
+	for app, want := range ob.desired {
+		if a := ob.avail[ob.phase][app]; a != nil {
+			a.seconds += dt
+			if short := want - ob.ready[app]; short > 0 {
+				a.belowSeconds += float64(short) * dt
+			}
+		}
+	}
+}
+
+// setPhase ends the current phase now and starts phase ("" for none).
+func (ob *observer) setPhase(phase string) {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	ob.recountLocked()
+	ob.phase = phase
+	if phase == "" {
+		return
+	}
+	ob.avail[phase] = map[string]*availability{}
+	for app := range ob.desired {
+		ob.avail[phase][app] = &availability{minReady: ob.ready[app]}
+	}
+}
+
+// availabilityOf is a Deployment's figures for a phase.
+func (ob *observer) availabilityOf(phase, app string) (availability, bool) {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	a, ok := ob.avail[phase][app]
+	if !ok {
+		return availability{}, false
+	}
+	return *a, true
 }
 
 func (ob *observer) setStep(s string) {
@@ -82,7 +185,6 @@ func (ob *observer) take() sample {
 		}
 		s.gpus[n.name] = row
 	}
-	readyByApp := map[string]int{}
 	for _, p := range pods {
 		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
@@ -100,7 +202,6 @@ func (ob *observer) take() sample {
 				s.researchRunning++
 			} else {
 				s.productionReady++
-				readyByApp[p.Labels["app"]]++
 			}
 		}
 		if p.Spec.NodeName == "" {
@@ -130,11 +231,6 @@ func (ob *observer) take() sample {
 	}
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	for app, want := range ob.desired {
-		if un := want - readyByApp[app]; un > ob.worstUnavailable[app] {
-			ob.worstUnavailable[app] = un
-		}
-	}
 	s.step = ob.step
 	ob.history = append(ob.history, s)
 	return s

@@ -71,11 +71,20 @@ func writeReport(file string, d *demo, storyErr error) error {
 		fmt.Fprintf(&b, "<li>invariants checked at every event (no budget broken, no research or controller-less pod evicted, no production beyond the overflow room, no gang half bound): %d violations; evictions %s</li>",
 			len(r.violations), html.EscapeString(fmt.Sprint(r.evictions)))
 	}
-	b.WriteString("</ul><table><tr><th>Deployment</th><th>replicas</th><th>PDB maxUnavailable</th><th>allowed</th><th>most unavailable seen</th></tr>")
+	fmt.Fprintf(&b, "</ul><h2>Serving during the claim and the return</h2><p>Claims are break-before-make: a victim is evicted, and its replacement starts cold at the provider (remote start %s). Ready replicas are counted at every pod event; replica-seconds below are the integral of <code>spec.replicas</code> minus Ready replicas over the phase.</p>", d.opts.RemoteStartupDelay)
+	b.WriteString("<table><tr><th>Deployment</th><th>replicas</th><th>PDB maxUnavailable</th><th>allowed</th><th>min Ready, claim</th><th>replica-s below, claim</th><th>min Ready, return</th><th>replica-s below, return</th></tr>")
 	for _, dep := range r.deployments {
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%d</td><td>%d</td></tr>", dep.name, dep.replicas, html.EscapeString(dep.maxUnavailable), dep.allowed, d.worst(dep.name))
+		claim, okC := d.obs.availabilityOf(phaseClaim, dep.name)
+		ret, okR := d.obs.availabilityOf(phaseReturn, dep.name)
+		cell := func(a availability, ok bool) string {
+			if !ok {
+				return "<td>-</td><td>-</td>"
+			}
+			return fmt.Sprintf("<td>%d</td><td>%.0f</td>", a.minReady, a.belowSeconds)
+		}
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%d</td>%s%s</tr>", dep.name, dep.replicas, html.EscapeString(dep.maxUnavailable), dep.allowed, cell(claim, okC), cell(ret, okR))
 	}
-	b.WriteString("</table><p>The most unavailable is sampled twice a second; the budgets themselves are checked at every eviction (invariants above).</p>")
+	b.WriteString("</table><p>The budgets themselves are checked at every eviction (invariants above).</p>")
 	b.WriteString("<h2>GPUs by class over time</h2>")
 	b.Write(gpuChart.SVG())
 	b.WriteString("<h2>Overflow pods over time</h2>")

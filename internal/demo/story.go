@@ -61,9 +61,17 @@ type stepResult struct {
 	took    time.Duration
 }
 
+// The phases availability is measured over.
+const (
+	phaseClaim  = "claim"
+	phaseReturn = "return"
+)
+
 // story plays the six steps.
 func (d *demo) story(ctx context.Context) error {
 	o := d.opts
+	// A failed step ends the phase it was in, for the report.
+	defer d.obs.setPhase("")
 	// Production takes seven GPUs in eight, so the GPUs left free lie where
 	// production's placement left them: a gang placement that starts from
 	// free GPUs, not from the fabric, spans more leaves than it needs.
@@ -89,6 +97,7 @@ func (d *demo) story(ctx context.Context) error {
 		for _, dep := range d.result.deployments {
 			d.obs.track(dep.name, dep.replicas)
 		}
+		d.obs.recount(time.Now())
 		if err != nil {
 			return err
 		}
@@ -113,6 +122,7 @@ func (d *demo) story(ctx context.Context) error {
 	gangGPUs := o.GangPods * o.GPUsPerNode
 	d.result.gangPods, d.result.gangGPUs = o.GangPods, gangGPUs
 	claimStart := time.Now()
+	d.obs.setPhase(phaseClaim)
 	if err := d.step(ctx, fmt.Sprintf("a %d-GPU research gang claims %d of the %d nodes", gangGPUs, o.GangPods, len(d.cluster.nodes)), func() error {
 		return d.createGang(ctx, "pretrain", o.GangPods, o.GPUsPerNode)
 	}); err != nil {
@@ -133,6 +143,7 @@ func (d *demo) story(ctx context.Context) error {
 		return err
 	}
 	d.result.claimSeconds = time.Since(claimStart).Seconds()
+	d.obs.setPhase("")
 
 	// 4. The gang runs inside the fewest leaves.
 	if err := d.step(ctx, "the gang runs inside the fewest leaves", func() error {
@@ -145,7 +156,9 @@ func (d *demo) story(ctx context.Context) error {
 		d.say("research claim done in %.1fs: the gang runs on %d nodes in %d leaves (%s); no placement could use fewer than %d",
 			d.result.claimSeconds, len(nodes), len(leaves), strings.Join(leaves, ", "), d.result.leafLowerBound)
 		for _, dep := range d.result.deployments {
-			d.say("  %s: at most %d of %d replicas unavailable during the move (PDB allows %d)", dep.name, d.worst(dep.name), dep.replicas, dep.allowed)
+			a, _ := d.obs.availabilityOf(phaseClaim, dep.name)
+			d.say("  %s: at least %d of %d replicas Ready during the claim (PDB allows %d unavailable), %.0f replica-seconds below %d",
+				dep.name, a.minReady, dep.replicas, dep.allowed, a.belowSeconds, dep.replicas)
 		}
 		if len(leaves) > d.result.leafLowerBound {
 			return fmt.Errorf("the gang spans %d leaves, more than the %d a placement needs", len(leaves), d.result.leafLowerBound)
@@ -178,6 +191,7 @@ func (d *demo) story(ctx context.Context) error {
 
 	// 6. Production returns.
 	returnStart := time.Now()
+	d.obs.setPhase(phaseReturn)
 	expectPhysical := total
 	if d.result.drained != "" {
 		expectPhysical = min(total, capacity-o.GPUsPerNode)
@@ -196,6 +210,11 @@ func (d *demo) story(ctx context.Context) error {
 		return err
 	}
 	d.result.returnSeconds = time.Since(returnStart).Seconds()
+	d.obs.setPhase("")
+	for _, dep := range d.result.deployments {
+		a, _ := d.obs.availabilityOf(phaseReturn, dep.name)
+		d.say("  %s: at least %d of %d replicas Ready during the return, %.0f replica-seconds below %d", dep.name, a.minReady, dep.replicas, a.belowSeconds, dep.replicas)
+	}
 	final := d.obs.take()
 	d.result.onOverflowEnd = final.overflowPods
 	if d.result.drained != "" {
