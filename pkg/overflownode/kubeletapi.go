@@ -173,7 +173,19 @@ func (n *Node) containerLogs(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusBadRequest, fmt.Sprintf("container %s is not valid for pod %s/%s", container, namespace, name))
 		return
 	}
-	logs, err := rem.member.Provider.Logs(r.Context(), rem.w.ID, container, opts)
+	// The provider must start answering within the request timeout; the
+	// stream then runs as long as the client reads it.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	timer := time.AfterFunc(n.cfg.RequestTimeout.Duration, cancel)
+	logs, err := rem.member.Provider.Logs(ctx, rem.w.ID, container, opts)
+	if !timer.Stop() {
+		if err == nil {
+			_ = logs.Close()
+		}
+		writeStatus(w, http.StatusGatewayTimeout, fmt.Sprintf("provider %s did not answer within %s", rem.member.Config.Name, n.cfg.RequestTimeout.Duration))
+		return
+	}
 	switch {
 	case errors.Is(err, provider.ErrUnsupported):
 		writeStatus(w, http.StatusBadRequest, fmt.Sprintf("pod %s/%s runs at provider %s, which serves no logs", namespace, name, rem.member.Config.Name))

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -45,6 +47,9 @@ type fakeProvider struct {
 	// entered, when set, is told of each Create, which then waits for
 	// release.
 	entered, release chan struct{}
+	// logsHang makes Logs wait for its context, as a provider that never
+	// answers.
+	logsHang bool
 }
 
 func newFake(gpus string) *fakeProvider {
@@ -138,7 +143,14 @@ func (f *fakeProvider) Carries() offer.Carries { return f.carries }
 
 // Logs returns one line naming the workload and container, and what it
 // was asked.
-func (f *fakeProvider) Logs(_ context.Context, id, container string, o provider.LogOptions) (io.ReadCloser, error) {
+func (f *fakeProvider) Logs(ctx context.Context, id, container string, o provider.LogOptions) (io.ReadCloser, error) {
+	f.mu.Lock()
+	hang := f.logsHang
+	f.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.workloads[id]; !ok {
@@ -645,5 +657,49 @@ func TestLogOptions(t *testing.T) {
 		if _, err := logOptions(v, now); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("logOptions(%s) = %v, want an error naming %s", q, err, want)
 		}
+	}
+}
+
+// TestContainerLogs: the kubelet API's log handler streams the provider's
+// log of a pod it runs, names what is wrong (a pod not here, a container
+// the pod has not), returns nothing for tailLines=0, and gives up on a
+// provider that does not answer within the request timeout.
+func TestContainerLogs(t *testing.T) {
+	p := newFake("8")
+	f := newFixture(t, member("cloud", 0, 0, p))
+	ctx := context.Background()
+	f.node.Reconcile(ctx)
+	pod := f.addPod(t, "llm-0", 1)
+	if err := f.node.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	f.node.cfg.RequestTimeout.Duration = 50 * time.Millisecond
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", f.node.containerLogs)
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	c := pod.Spec.Containers[0].Name
+	base := "/containerLogs/" + pod.Namespace + "/"
+	if code, body := get(base + "llm-0/" + c + "?tailLines=3&follow=true"); code != 200 || body != provider.IDFor(pod.UID)+"/"+c+" tail=3 follow=true\n" {
+		t.Errorf("logs: %d %q", code, body)
+	}
+	if code, body := get(base + "llm-0/" + c + "?tailLines=0"); code != 200 || body != "" {
+		t.Errorf("logs --tail=0: %d %q, want nothing", code, body)
+	}
+	if code, body := get(base + "nope/" + c); code != 404 || !strings.Contains(body, "is not on node") {
+		t.Errorf("logs of a pod not here: %d %q", code, body)
+	}
+	if code, body := get(base + "llm-0/other"); code != 400 || !strings.Contains(body, "container other is not valid") {
+		t.Errorf("logs of an unknown container: %d %q", code, body)
+	}
+	if code, body := get(base + "llm-0/" + c + "?tailLines=x"); code != 400 || !strings.Contains(body, "tailLines") {
+		t.Errorf("logs with a bad tailLines: %d %q", code, body)
+	}
+	p.set(func(f *fakeProvider) { f.logsHang = true })
+	if code, body := get(base + "llm-0/" + c); code != http.StatusGatewayTimeout || !strings.Contains(body, "did not answer within") {
+		t.Errorf("logs from a provider that hangs: %d %q, want 504", code, body)
 	}
 }
