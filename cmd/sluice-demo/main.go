@@ -34,6 +34,7 @@ func main() {
 	flag.BoolVar(&o.Keep, "keep", false, "leave the cluster up after the story until Ctrl-C")
 	flag.IntVar(&o.SchedulerPort, "scheduler-port", 10259, "sluice-scheduler's secure port")
 	flag.IntVar(&o.OverflowPort, "overflow-port", 10266, "sluice-overflow-node's metrics port")
+	flag.IntVar(&o.KubeletPort, "kubelet-port", 10250, "sluice-overflow-node's kubelet API port (kubectl logs)")
 	plain := flag.Bool("plain", false, "plain log lines even on a terminal")
 	remoteStart := flag.Duration("remote-start", 0, "how long a pod takes to start at the overflow provider (default 20s, 1s with -smoke)")
 	flag.Parse()

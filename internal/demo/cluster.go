@@ -42,6 +42,8 @@ type cluster struct {
 	nodes        []nodeInfo // physical GPU nodes, in fabric order
 	tb           *localcluster.ProcessTB
 	cancel       context.CancelFunc
+	// pki signs the apiservers' kubelet client certificate.
+	pki *localcluster.KubeletPKI
 }
 
 // nodeInfo is a physical node's place in the fabric.
@@ -55,7 +57,7 @@ func up(ctx context.Context, o *Options, say func(string, ...any)) (c *cluster, 
 	for _, p := range []struct {
 		port int
 		what string
-	}{{o.SchedulerPort, "sluice-scheduler's /healthz and /metrics"}, {o.OverflowPort, "sluice-overflow-node's /metrics"}} {
+	}{{o.SchedulerPort, "sluice-scheduler's /healthz and /metrics"}, {o.OverflowPort, "sluice-overflow-node's /metrics"}, {o.KubeletPort, "sluice-overflow-node's kubelet API (kubectl logs)"}} {
 		if err := checkPortFree(p.port, p.what); err != nil {
 			return nil, err
 		}
@@ -84,13 +86,24 @@ func up(ctx context.Context, o *Options, say func(string, ...any)) (c *cluster, 
 	}()
 
 	say("starting etcd and kube-apiserver (home cluster), and a second control plane (the remote cluster the overflow node bursts into)")
-	if c.home, err = localcluster.StartControlPlane(c.tb, filepath.Join(logs, "etcd-home.log")); err != nil {
+	// Both apiservers reach kubelets (the overflow node, the remote
+	// cluster's simulated ones) for pod logs with a client certificate
+	// of the demo's own CA.
+	if c.pki, err = localcluster.NewKubeletPKI(c.tb.TempDir()); err != nil {
 		return c, err
 	}
-	if c.remote, err = localcluster.StartControlPlane(c.tb, filepath.Join(logs, "etcd-remote.log")); err != nil {
+	if c.home, err = localcluster.StartControlPlane(c.tb, filepath.Join(logs, "etcd-home.log"), c.pki.Flags()...); err != nil {
+		return c, err
+	}
+	if c.remote, err = localcluster.StartControlPlane(c.tb, filepath.Join(logs, "etcd-remote.log"), c.pki.Flags()...); err != nil {
 		return c, err
 	}
 	c.client = c.home.Client
+	for _, cp := range []*localcluster.ControlPlane{c.home, c.remote} {
+		if err := localcluster.AllowKubeletClient(ctx, cp.Client); err != nil {
+			return c, err
+		}
+	}
 	if err := localcluster.CreatePriorityClasses(ctx, c.client); err != nil {
 		return c, err
 	}
@@ -143,7 +156,7 @@ func (c *cluster) startRemote(ctx context.Context, o *Options, logs string) erro
 	if _, err := localcluster.RunScheduler(ctx, file); err != nil {
 		return fmt.Errorf("remote kube-scheduler: %w", err)
 	}
-	if _, err := nodesim.Start(ctx, c.remote.Client, nodesim.Options{StartupDelay: o.RemoteStartupDelay, Workers: 8}); err != nil {
+	if _, err := nodesim.Start(ctx, c.remote.Client, nodesim.Options{StartupDelay: o.RemoteStartupDelay, Workers: 8, Kubelet: true}); err != nil {
 		return err
 	}
 	for i := range o.Spines * o.LeavesPerSpine * o.NodesPerLeaf {
@@ -267,6 +280,7 @@ func (c *cluster) startOverflowNode(ctx context.Context, o *Options, logs string
 			Name: "burst", Type: overflownode.TypeKubernetes, PricePerGPUHour: 2.5,
 			Kubernetes: &overflownode.KubernetesProvider{Kubeconfig: c.remote.Kubeconfig, Namespace: remoteNamespace},
 		}},
+		KubeletAPI: &overflownode.KubeletAPI{Address: "127.0.0.1", Port: int32(o.KubeletPort), ClientCAFile: c.pki.CAFile()},
 	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {

@@ -49,7 +49,7 @@ type Options struct {
 	// StepTimeout bounds every step.
 	StepTimeout time.Duration
 	// Ports the binaries serve on; the demo fails if one is taken.
-	SchedulerPort, OverflowPort int
+	SchedulerPort, OverflowPort, KubeletPort int
 	// Keep leaves the cluster up after the story until interrupted.
 	Keep bool
 	// Slurm, when set, is a real Slurm (hack/slurm-up.sh) whose node state
@@ -132,7 +132,7 @@ func Run(ctx context.Context, o *Options) (err error) {
 			return err
 		}
 		abs, _ := filepath.Abs(kubeconfig)
-		d.say("KEEP=1: the cluster stays up. In another terminal: export KUBECONFIG=%s; kubectl get nodes,pods -A. Ctrl-C stops everything.", abs)
+		d.say("KEEP=1: the cluster stays up. In another terminal: export KUBECONFIG=%s; kubectl get nodes,pods -A (kubectl logs works for pods on the overflow node too). Ctrl-C stops everything.", abs)
 		d.flush()
 		<-ctx.Done()
 		d.say("stopping")

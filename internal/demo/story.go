@@ -163,6 +163,14 @@ func (d *demo) story(ctx context.Context) error {
 		if len(leaves) > d.result.leafLowerBound {
 			return fmt.Errorf("the gang spans %d leaves, more than the %d a placement needs", len(leaves), d.result.leafLowerBound)
 		}
+		// Production on the overflow node is still a pod of this cluster:
+		// its log comes through the apiserver, the overflow node's kubelet
+		// API, the remote apiserver and the remote kubelet.
+		pod, line, err := d.overflowLog(ctx)
+		if err != nil {
+			return fmt.Errorf("kubectl logs of a pod on the overflow node: %w", err)
+		}
+		d.say("kubectl logs %s (on %s): %s", pod, overflowNode, line)
 		if o.Slurm != nil {
 			if err := d.drain(ctx); err != nil {
 				return err
@@ -417,4 +425,24 @@ func scontrolAvailable() error {
 		return fmt.Errorf("scontrol ping: %v: %s", err, out)
 	}
 	return nil
+}
+
+// overflowLog reads the log of one production pod on the overflow node, as
+// kubectl logs does.
+func (d *demo) overflowLog(ctx context.Context) (string, string, error) {
+	pods, err := d.cluster.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + overflowNode})
+	if err != nil {
+		return "", "", err
+	}
+	for _, p := range pods.Items {
+		if !podReady(&p) || p.DeletionTimestamp != nil {
+			continue
+		}
+		data, err := d.cluster.client.CoreV1().Pods(namespace).GetLogs(p.Name, &v1.PodLogOptions{TailLines: ptr.To[int64](1)}).DoRaw(ctx)
+		if err != nil {
+			return p.Name, "", err
+		}
+		return p.Name, strings.TrimSpace(string(data)), nil
+	}
+	return "", "", fmt.Errorf("no Ready pod on %s", overflowNode)
 }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright 2026 The sluice Authors.
 
-package harness
+package localcluster
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -15,26 +16,29 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"testing"
 	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // KubeletClientUser is the user the apiservers present to kubelets (their
 // --kubelet-client-certificate), as kubeadm names it.
 const KubeletClientUser = "kube-apiserver-kubelet-client"
 
-// kubeletPKI is the CA that signs the apiservers' kubelet client
+// KubeletPKI is the CA that signs the apiservers' kubelet client
 // certificate, and that kubelets (the overflow node) trust for clients.
-type kubeletPKI struct {
+type KubeletPKI struct {
 	caFile, certFile, keyFile string
 	ca                        *x509.Certificate
 	caKey                     *ecdsa.PrivateKey
 }
 
-var kubeletCA *kubeletPKI
-
-// newKubeletPKI makes a CA and the apiserver's client certificate in dir.
-func newKubeletPKI(dir string) (*kubeletPKI, error) {
+// NewKubeletPKI makes a CA and the apiservers' kubelet client certificate
+// in dir.
+func NewKubeletPKI(dir string) (*KubeletPKI, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -52,7 +56,7 @@ func newKubeletPKI(dir string) (*kubeletPKI, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &kubeletPKI{caFile: filepath.Join(dir, "kubelet-client-ca.crt"), certFile: filepath.Join(dir, "kubelet-client.crt"),
+	p := &KubeletPKI{caFile: filepath.Join(dir, "kubelet-client-ca.crt"), certFile: filepath.Join(dir, "kubelet-client.crt"),
 		keyFile: filepath.Join(dir, "kubelet-client.key"), ca: ca, caKey: key}
 	if err := os.WriteFile(p.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
 		return nil, err
@@ -68,7 +72,7 @@ func newKubeletPKI(dir string) (*kubeletPKI, error) {
 }
 
 // sign makes a client certificate for user, signed by the CA.
-func (p *kubeletPKI) sign(user string, groups ...string) (certPEM, keyPEM []byte, err error) {
+func (p *KubeletPKI) sign(user string, groups ...string) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -93,36 +97,40 @@ func (p *kubeletPKI) sign(user string, groups ...string) (certPEM, keyPEM []byte
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
 
-// flags are the apiserver's kubelet client flags.
-func (p *kubeletPKI) flags() []string {
+// Flags are the apiserver's kubelet client flags.
+func (p *KubeletPKI) Flags() []string {
 	return []string{"--kubelet-client-certificate=" + p.certFile, "--kubelet-client-key=" + p.keyFile}
 }
 
-// KubeletClientCA is the CA file a kubelet (the overflow node's
-// kubeletAPI.clientCAFile) verifies the apiservers' client certificate
-// with; the package's TestMain must pass WithNetwork.
-func KubeletClientCA(t testing.TB) string {
-	t.Helper()
-	if kubeletCA == nil {
-		t.Fatal("harness: no kubelet client CA: pass harness.WithNetwork to harness.Main")
-	}
-	return kubeletCA.caFile
-}
+// CAFile is the CA a kubelet (the overflow node's kubeletAPI.clientCAFile)
+// verifies the apiservers' client certificate with.
+func (p *KubeletPKI) CAFile() string { return p.caFile }
 
-// KubeletClientCert is a client certificate for user (and groups) signed
-// by the kubelet client CA, to call a kubelet endpoint as someone else.
-func KubeletClientCert(t testing.TB, user string, groups ...string) tls.Certificate {
-	t.Helper()
-	if kubeletCA == nil {
-		t.Fatal("harness: no kubelet client CA: pass harness.WithNetwork to harness.Main")
-	}
-	certPEM, keyPEM, err := kubeletCA.sign(user, groups...)
+// Sign makes a client certificate for user (and groups) signed by the CA,
+// to call a kubelet endpoint as someone else.
+func (p *KubeletPKI) Sign(user string, groups ...string) (tls.Certificate, error) {
+	certPEM, keyPEM, err := p.sign(user, groups...)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, err
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		t.Fatal(fmt.Errorf("client certificate for %s: %w", user, err))
+		return tls.Certificate{}, fmt.Errorf("client certificate for %s: %w", user, err)
 	}
-	return cert
+	return cert, nil
+}
+
+// AllowKubeletClient binds KubeletClientUser to system:kubelet-api-admin,
+// as kubeadm does, so the apiserver may use kubelets' API (pod logs).
+func AllowKubeletClient(ctx context.Context, client kubernetes.Interface) error {
+	b := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "sluice:kubelet-api-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: KubeletClientUser}},
+	}
+	_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }

@@ -169,11 +169,11 @@ func runMain(m *testing.M, o mainOptions) (code int) {
 	var kubeletFlags []string
 	if o.network {
 		var err error
-		if kubeletCA, err = newKubeletPKI(tb.TempDir()); err != nil {
+		if kubeletCA, err = localcluster.NewKubeletPKI(tb.TempDir()); err != nil {
 			fmt.Fprintf(os.Stderr, "harness: kubelet client certificate: %v\n", err)
 			return 1
 		}
-		kubeletFlags = kubeletCA.flags()
+		kubeletFlags = kubeletCA.Flags()
 		flags = append(append([]string{}, flags...), kubeletFlags...)
 	}
 	cp, err := localcluster.StartControlPlane(tb, etcdLog, flags...)

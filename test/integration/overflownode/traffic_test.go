@@ -23,7 +23,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
@@ -34,6 +33,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sluice-sched/sluice/internal/localcluster"
 	"github.com/sluice-sched/sluice/pkg/overflownode"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider/kube"
@@ -48,12 +48,7 @@ var kubeletAdminOnce sync.Once
 func allowKubeletClient(t *testing.T, cp *harness.ControlPlane) {
 	t.Helper()
 	kubeletAdminOnce.Do(func() {
-		b := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "sluice-test:kubelet-api-admin"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: harness.KubeletClientUser}},
-		}
-		if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
+		if err := localcluster.AllowKubeletClient(context.Background(), cp.Client); err != nil {
 			t.Fatal(err)
 		}
 	})
