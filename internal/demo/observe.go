@@ -77,7 +77,7 @@ func newObserver(ctx context.Context, c *cluster, o *Options, start time.Time) (
 	ob := &observer{start: start, pods: pods.Lister(), nodes: c.nodes, gpus: o.GPUsPerNode,
 		worstUnavailable: map[string]int{}, desired: map[string]int{}, ready: map[string]int{},
 		avail: map[string]map[string]*availability{}}
-	recount := func(any) { ob.recount(time.Now()) }
+	recount := func(any) { ob.recount() }
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: recount, UpdateFunc: func(_, obj any) { recount(obj) }, DeleteFunc: recount,
 	}); err != nil {
@@ -93,7 +93,7 @@ func newObserver(ctx context.Context, c *cluster, o *Options, start time.Time) (
 // recount integrates each tracked Deployment's shortfall up to now and
 // counts its Ready replicas afresh (a pod being deleted is not serving).
 // Serialised: the informer's handler and the story both call it.
-func (ob *observer) recount(time.Time) {
+func (ob *observer) recount() {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
 	ob.recountLocked()

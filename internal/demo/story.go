@@ -97,7 +97,7 @@ func (d *demo) story(ctx context.Context) error {
 		for _, dep := range d.result.deployments {
 			d.obs.track(dep.name, dep.replicas)
 		}
-		d.obs.recount(time.Now())
+		d.obs.recount()
 		if err != nil {
 			return err
 		}

@@ -6,13 +6,11 @@ package overflownode
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"time"
 
@@ -87,13 +85,9 @@ func kubeletTLS(k *KubeletAPI, nodeName string) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	caPEM, err := os.ReadFile(k.ClientCAFile)
+	pool, err := certutil.NewPool(k.ClientCAFile)
 	if err != nil {
 		return nil, fmt.Errorf("clientCAFile: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("clientCAFile %s: no PEM certificate in it", k.ClientCAFile)
 	}
 	return &tls.Config{
 		Certificates: []tls.Certificate{cert},

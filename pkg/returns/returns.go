@@ -149,7 +149,10 @@ func (r *Controller) observe(obj any) {
 	if !ok {
 		return
 	}
-	for _, w := range r.waves() {
+	// Every pod event of the cluster comes here: no copy of the waves.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range r.inFlight {
 		w.observe(p, r.physical)
 	}
 }
