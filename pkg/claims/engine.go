@@ -44,6 +44,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflow"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 )
 
 // Event reasons, for users to grep.
@@ -61,6 +62,10 @@ const (
 	// ReasonReplacementTimeout: on victims, the replacement did not turn
 	// Ready on an overflow node in time.
 	ReasonReplacementTimeout = "ReplacementTimedOut"
+	// ReasonMovedCold: on victims of a make-before-break claim, evicted
+	// without a warm instance (it failed, expired, or was not Ready
+	// within the warm timeout).
+	ReasonMovedCold = "MovedWithoutWarmInstance"
 )
 
 // A paused claim's Events differ in their action by what it waits for:
@@ -70,7 +75,12 @@ const (
 const (
 	ActionWaitOverflow = "WaitForOverflowNode"
 	ActionWaitBudget   = "WaitForDisruptionBudget"
+	ActionWaitWarm     = "WaitForWarmInstances"
 )
+
+// waitingWarm starts the blocker of victims whose warm instance is not
+// Ready yet.
+const waitingWarm = "warm instances not Ready yet on "
 
 // observeDone records a claim whose work is done: the room it claimed is
 // free (or its pods are bound already). Recorded then rather than at the
@@ -290,6 +300,9 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 		message = fmt.Sprintf("%d of %d production pods moved, %d moving, %d to go", len(c.Status.Replaced), len(c.Spec.Victims), st.inFlight+evicted, pending)
 		if len(st.blocked) > 0 {
 			cause, action = st.blocked.String(), ActionWaitBudget
+			if st.blocked.only(waitingWarm) {
+				action = ActionWaitWarm
+			}
 			message += "; waiting for " + cause
 			if evicted == 0 {
 				phase = v1alpha1.PhasePaused
@@ -516,6 +529,11 @@ func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state,
 	evicted := 0
 	for _, v := range st.pending {
 		pod := st.pods[v.UID]
+		cold, wait := warmth(c, pod, e.warms(v.Target.Node), now)
+		if wait {
+			st.blocked.add(waitingWarm+v.Target.Node, v)
+			continue
+		}
 		budget, why := e.cfg.Budgets.Of(pod)
 		if why != "" {
 			st.blocked.add(why, v)
@@ -552,6 +570,9 @@ func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state,
 			taken[budget.Name]++
 			evicted++
 			c.Status.Evicted = append(c.Status.Evicted, v1alpha1.Eviction{UID: v.UID, Time: metav1.NewTime(now)})
+			if cold != "" && e.cfg.Recorder != nil {
+				e.cfg.Recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonMovedCold, "Preempting", "evicted without a warm instance on %s: %s", v.Target.Node, cold)
+			}
 		}
 	}
 	if evicted > 0 {
@@ -562,8 +583,58 @@ func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state,
 	return evicted
 }
 
+// warms reports whether overflow node name starts warm instances (its
+// offer says so).
+func (e *Engine) warms(name string) bool {
+	n, err := e.nodes.Get(name)
+	if err != nil {
+		return false
+	}
+	o, err := offer.Of(n, true)
+	return err == nil && o.Warm
+}
+
+// warmth decides, for a victim of claim c whose target node warms (or
+// not), whether it waits for its warm instance (wait), or moves without
+// one and why (cold, "" when it has one or the claim is
+// break-before-make).
+func warmth(c *v1alpha1.ResearchClaim, pod *v1.Pod, warms bool, now time.Time) (cold string, wait bool) {
+	if !c.Spec.MakeBeforeBreak {
+		return "", false
+	}
+	if !warms {
+		// Not sluice's overflow node, or one that cannot read the
+		// claims: nothing would ever warm it.
+		return "", false
+	}
+	ready, final, msg, _ := offer.Warm(pod)
+	timeout := time.Duration(c.Spec.WarmTimeoutSeconds) * time.Second
+	switch {
+	case ready:
+		return "", false
+	case final:
+		return msg, false
+	case now.Sub(c.CreationTimestamp.Time) >= timeout:
+		if msg == "" {
+			msg = "the overflow node never reported one"
+		}
+		return fmt.Sprintf("not Ready %s after the claim began (%s)", timeout, msg), false
+	}
+	return "", true
+}
+
 // blockers are the reasons victims wait, each with the victims.
 type blockers map[string][]string
+
+// only reports whether every reason starts with prefix.
+func (b blockers) only(prefix string) bool {
+	for why := range b {
+		if !strings.HasPrefix(why, prefix) {
+			return false
+		}
+	}
+	return len(b) > 0
+}
 
 func (b blockers) add(why string, v v1alpha1.Victim) {
 	b[why] = append(b[why], v.Namespace+"/"+v.Name)

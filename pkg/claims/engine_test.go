@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -56,8 +57,10 @@ type rig struct {
 	evictErr  func(pod string) error
 	evictions []string
 	deletions []string // pods deleted without the Eviction API
-	tries     int
-	activated []string
+	// warmTimeout, when set, makes claims make-before-break with it.
+	warmTimeout time.Duration
+	tries       int
+	activated   []string
 }
 
 func newRig(t *testing.T) *rig {
@@ -228,7 +231,8 @@ func (r *rig) claim(claimant *v1.Pod, victims []*v1.Pod) string {
 	r.t.Helper()
 	c := &v1alpha1.ResearchClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: NameOf("prod/" + claimant.Name), CreationTimestamp: metav1.NewTime(r.clock.Now())}}
 	c.Spec = v1alpha1.ResearchClaimSpec{Key: "prod/" + claimant.Name, Domain: "n0", TimeoutSeconds: 600, ReplacementTimeoutSeconds: 300,
-		Claimants: []v1alpha1.Claimant{{Name: claimant.Name, UID: claimant.UID, Node: "n0"}}}
+		Claimants:       []v1alpha1.Claimant{{Name: claimant.Name, UID: claimant.UID, Node: "n0"}},
+		MakeBeforeBreak: r.warmTimeout > 0, WarmTimeoutSeconds: int64(r.warmTimeout / time.Second)}
 	budgets := overflow.NewBudgets(r.inf, intstr.FromString("25%"))
 	for _, v := range victims {
 		b, why := budgets.Of(v)
@@ -307,6 +311,85 @@ func (r *rig) events(reason string) []string {
 		default:
 			return out
 		}
+	}
+}
+
+// warm sets a pod's WarmCondition, as its overflow node would.
+func (r *rig) warm(p *v1.Pod, status v1.ConditionStatus, reason, msg string) {
+	p = p.DeepCopy()
+	p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: offer.WarmCondition, Status: status, Reason: reason, Message: msg})
+	r.put(p)
+}
+
+// TestMakeBeforeBreak: a make-before-break claim evicts a victim only once
+// its warm instance is Ready, budgets still pacing; a victim whose warm
+// instance failed, or is not Ready within the warm timeout, moves without
+// one, with an Event saying why.
+func TestMakeBeforeBreak(t *testing.T) {
+	r := newRig(t)
+	r.warmTimeout = 120 * time.Second
+	vk := node("vk", true)
+	vk.Annotations = map[string]string{offer.Annotation: `{"providers":[{"name":"","healthy":true,"capacity":{"nvidia.com/gpu":"64"}}],"warm":true}`}
+	r.put(vk)
+	// 4 replicas without a PDB: the default budget (25%) allows 1.
+	victims := r.rs("serve", 4, "n0", 2)
+	key := r.claim(r.claimant("train"), victims)
+
+	r.sync(key, 0)
+	if got := r.evicted(); len(got) != 0 {
+		t.Fatalf("evicted %v before any warm instance was Ready", got)
+	}
+	c, _ := r.get(key)
+	if c.Status.Phase != v1alpha1.PhasePaused || !strings.Contains(c.Status.Message, "warm instances not Ready yet on vk (4 pods") {
+		t.Errorf("claim %s %q, want Paused waiting for 4 warm instances on vk", c.Status.Phase, c.Status.Message)
+	}
+	if ev := r.events(ReasonPaused); len(ev) != 1 || !strings.Contains(ev[0], "warm instances not Ready yet on vk") {
+		t.Errorf("pause events %q, want one waiting for warm instances", ev)
+	}
+
+	r.warm(victims[1], v1.ConditionTrue, offer.WarmReady, "warm instance Ready")
+	r.warm(victims[2], v1.ConditionTrue, offer.WarmReady, "warm instance Ready")
+	r.sync(key, 10*time.Second)
+	if diff := cmp.Diff([]string{"serve-1"}, r.evicted()); diff != "" {
+		t.Errorf("evicted with two warm instances Ready and a budget of 1 (-want,+got):\n%s", diff)
+	}
+	r.replace("serve", "serve-new-1", "vk")
+	r.warm(victims[3], v1.ConditionFalse, offer.WarmFailed, "no provider can run this pod as written")
+	r.sync(key, 20*time.Second)
+	r.replace("serve", "serve-new-2", "vk")
+	r.sync(key, 30*time.Second)
+	if diff := cmp.Diff([]string{"serve-1", "serve-2", "serve-3"}, r.evicted()); diff != "" {
+		t.Errorf("evicted after the first replacement (-want,+got):\n%s", diff)
+	}
+	if ev := r.events(ReasonMovedCold); len(ev) != 1 || !strings.Contains(ev[0], "no provider can run this pod as written") {
+		t.Errorf("cold-move events %q, want one for serve-3 naming its warm failure", ev)
+	}
+	r.replace("serve", "serve-new-3", "vk")
+	// serve-0 never gets a warm instance: it waits until the warm timeout.
+	r.sync(key, 119*time.Second)
+	if n := len(r.evicted()); n != 3 {
+		t.Errorf("%d evicted before the warm timeout, want 3", n)
+	}
+	r.sync(key, 120*time.Second)
+	if n := len(r.evicted()); n != 4 {
+		t.Fatalf("%d evicted at the warm timeout, want 4", n)
+	}
+	if ev := r.events(ReasonMovedCold); len(ev) != 1 || !strings.Contains(ev[0], "not Ready 2m0s after the claim began (the overflow node never reported one)") {
+		t.Errorf("cold-move events %q, want one for serve-0 at the warm timeout", ev)
+	}
+}
+
+// TestMakeBeforeBreakOnANodeThatDoesNotWarm: an overflow node whose offer
+// does not say it warms (not sluice's, or one that cannot read claims)
+// never reports warm instances; a make-before-break claim does not wait
+// for them there.
+func TestMakeBeforeBreakOnANodeThatDoesNotWarm(t *testing.T) {
+	r := newRig(t)
+	r.warmTimeout = 120 * time.Second
+	key := r.claim(r.claimant("train"), r.rs("serve", 4, "n0", 2))
+	r.sync(key, 0)
+	if diff := cmp.Diff([]string{"serve-0"}, r.evicted()); diff != "" {
+		t.Errorf("evicted (-want,+got):\n%s", diff)
 	}
 }
 

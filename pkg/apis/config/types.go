@@ -212,6 +212,15 @@ type ClaimsConfig struct {
 	// waits before planning again; it doubles with each give-up, up to
 	// ten times this.
 	RetryBackoffSeconds int64
+	// MakeBeforeBreak: a victim is evicted only once the overflow node it
+	// targets runs a warm instance of it (started from the victim's pod),
+	// which its replacement adopts; so production keeps its serving
+	// capacity while it moves.
+	MakeBeforeBreak bool
+	// WarmTimeoutSeconds: a victim whose warm instance is not Ready this
+	// long after its claim began is evicted without one (break-before-make,
+	// with an Event).
+	WarmTimeoutSeconds int64
 }
 
 // ReturnConfig configures the return controller, which moves production

@@ -28,6 +28,10 @@ const ProviderCondition v1.PodConditionType = "overflow.sluice.dev/RemoteWorkloa
 type Offer struct {
 	// Providers in dispatch order (priority, then price, then name).
 	Providers []Provider `json:"providers"`
+	// Warm: the node starts warm instances for the victims of
+	// make-before-break claims (it reads the claims); a claim waits for
+	// them only on a node that says so.
+	Warm bool `json:"warm,omitempty"`
 }
 
 // Provider is one provider behind the node.

@@ -29,6 +29,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/gang"
 	"github.com/sluice-sched/sluice/pkg/overflow"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 )
 
 // plan is a claim decided but not started.
@@ -210,6 +211,8 @@ func (pl *OverflowPreemption) start(ctx context.Context, key string, owner metav
 		Key: key, Domain: p.claim.Domain.Name,
 		TimeoutSeconds:            pl.claimsCfg.WaveTimeoutSeconds,
 		ReplacementTimeoutSeconds: pl.claimsCfg.ReplacementTimeoutSeconds,
+		MakeBeforeBreak:           pl.claimsCfg.MakeBeforeBreak,
+		WarmTimeoutSeconds:        pl.claimsCfg.WarmTimeoutSeconds,
 	}
 	var victims []*v1.Pod
 	for _, n := range nodes {
@@ -220,10 +223,11 @@ func (pl *OverflowPreemption) start(ctx context.Context, key string, owner metav
 			target := p.claim.Targets[v.Namespace+"/"+v.Name]
 			c.Spec.Victims = append(c.Spec.Victims, v1alpha1.Victim{
 				Namespace: v.Namespace, Name: v.Name, UID: v.UID, Node: n,
-				Owner:    v1alpha1.Owner{Kind: owner.Kind, Name: owner.Name, UID: types.UID(owner.UID)},
-				Budget:   budget.Name,
-				Target:   v1alpha1.Target{Node: target.Node, Provider: target.Provider},
-				Requests: resourcehelper.PodRequests(v, resourcehelper.PodResourcesOptions{}),
+				Owner:        v1alpha1.Owner{Kind: owner.Kind, Name: owner.Name, UID: types.UID(owner.UID)},
+				Budget:       budget.Name,
+				Target:       v1alpha1.Target{Node: target.Node, Provider: target.Provider},
+				Requests:     resourcehelper.PodRequests(v, resourcehelper.PodResourcesOptions{}),
+				TemplateHash: offer.TemplateHash(v),
 			})
 		}
 	}

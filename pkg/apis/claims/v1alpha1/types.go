@@ -67,6 +67,14 @@ type ResearchClaimSpec struct {
 	// not Ready on an overflow node within this long stops holding back
 	// its budget.
 	ReplacementTimeoutSeconds int64 `json:"replacementTimeoutSeconds"`
+	// MakeBeforeBreak: each victim is evicted only once the overflow node
+	// it targets runs a warm instance of it (its pod condition
+	// overflow.sluice.dev/WarmReady is True), which its replacement
+	// adopts; see pkg/overflow/offer for the protocol.
+	MakeBeforeBreak bool `json:"makeBeforeBreak,omitempty"`
+	// WarmTimeoutSeconds: after this long from the claim's creation, a
+	// victim whose warm instance is not Ready is evicted without one.
+	WarmTimeoutSeconds int64 `json:"warmTimeoutSeconds,omitempty"`
 	// Note says why these victims, for their Events.
 	Note string `json:"note,omitempty"`
 }
@@ -98,6 +106,9 @@ type Victim struct {
 	Target Target `json:"target"`
 	// Requests is what its replacement needs.
 	Requests v1.ResourceList `json:"requests,omitempty"`
+	// TemplateHash is its template's hash (offer.TemplateHash): a
+	// replacement adopts its warm instance only with the same.
+	TemplateHash string `json:"templateHash,omitempty"`
 }
 
 // VictimGroup is the victims of one controller, as stored.
@@ -115,6 +126,8 @@ type VictimGroup struct {
 	Target Target `json:"target"`
 	// Requests is what each replacement needs.
 	Requests v1.ResourceList `json:"requests,omitempty"`
+	// TemplateHash is their template's hash (offer.TemplateHash).
+	TemplateHash string `json:"templateHash,omitempty"`
 	// Pods are the victims, in eviction order.
 	Pods []VictimPod `json:"pods"`
 }
@@ -147,7 +160,7 @@ func (c *ResearchClaim) ToUnstructured() (map[string]any, error) {
 }
 
 // Pack stores Victims as VictimGroups: the victims that share namespace,
-// controller, budget, target and requests are one group, in their order;
+// controller, budget, target, requests and template hash are one group, in their order;
 // groups are in the order of their first victim. (Each budget is paced on
 // its own, so the order across groups does not change what is evicted.)
 func (s *ResearchClaimSpec) Pack() {
@@ -155,7 +168,7 @@ func (s *ResearchClaimSpec) Pack() {
 	for _, v := range s.Victims {
 		i := slices.IndexFunc(s.VictimGroups, func(g VictimGroup) bool { return g.holds(v) })
 		if i < 0 {
-			s.VictimGroups = append(s.VictimGroups, VictimGroup{Namespace: v.Namespace, Owner: v.Owner, Budget: v.Budget, Target: v.Target, Requests: v.Requests})
+			s.VictimGroups = append(s.VictimGroups, VictimGroup{Namespace: v.Namespace, Owner: v.Owner, Budget: v.Budget, Target: v.Target, Requests: v.Requests, TemplateHash: v.TemplateHash})
 			i = len(s.VictimGroups) - 1
 		}
 		s.VictimGroups[i].Pods = append(s.VictimGroups[i].Pods, VictimPod{Name: v.Name, UID: v.UID, Node: v.Node})
@@ -168,13 +181,13 @@ func (s *ResearchClaimSpec) Unpack() {
 	for _, g := range s.VictimGroups {
 		for _, p := range g.Pods {
 			s.Victims = append(s.Victims, Victim{Namespace: g.Namespace, Name: p.Name, UID: p.UID, Node: p.Node,
-				Owner: g.Owner, Budget: g.Budget, Target: g.Target, Requests: g.Requests})
+				Owner: g.Owner, Budget: g.Budget, Target: g.Target, Requests: g.Requests, TemplateHash: g.TemplateHash})
 		}
 	}
 }
 
 func (g *VictimGroup) holds(v Victim) bool {
-	return g.Namespace == v.Namespace && g.Owner == v.Owner && g.Budget == v.Budget && g.Target == v.Target && equalRequests(g.Requests, v.Requests)
+	return g.Namespace == v.Namespace && g.Owner == v.Owner && g.Budget == v.Budget && g.Target == v.Target && g.TemplateHash == v.TemplateHash && equalRequests(g.Requests, v.Requests)
 }
 
 func equalRequests(a, b v1.ResourceList) bool {

@@ -65,7 +65,7 @@ func TestDefaults(t *testing.T) {
 		{"OverflowPreemption blocks", "OverflowPreemptionArgs", "overflow: {}\nclaims: {}\nreturn: {}\n", &config.OverflowPreemptionArgs{
 			Overflow: &config.OverflowConfig{ResearchPriorityClasses: []string{"research"}, ProductionPriorityClasses: []string{"production"},
 				OverflowNodeSelector: "type=virtual-kubelet", OverflowTaintKey: "virtual-kubelet.io/provider"},
-			Claims: &config.ClaimsConfig{WaveTimeoutSeconds: 600, ReplacementTimeoutSeconds: 300, RetryBackoffSeconds: 30, DefaultMaxUnavailable: intstr.FromString("25%")},
+			Claims: &config.ClaimsConfig{WaveTimeoutSeconds: 600, ReplacementTimeoutSeconds: 300, RetryBackoffSeconds: 30, DefaultMaxUnavailable: intstr.FromString("25%"), MakeBeforeBreak: true, WarmTimeoutSeconds: 300},
 			Return: &config.ReturnConfig{Enabled: true, HysteresisSeconds: 120, MaxPodsPerWave: 10, MinWaveIntervalSeconds: 30, PollIntervalSeconds: 5,
 				WaveTimeoutSeconds: 300},
 		}},

@@ -153,4 +153,10 @@ func SetDefaults_ClaimsConfig(obj *ClaimsConfig) {
 	if obj.RetryBackoffSeconds == nil {
 		obj.RetryBackoffSeconds = ptr.To[int64](30)
 	}
+	if obj.MakeBeforeBreak == nil {
+		obj.MakeBeforeBreak = ptr.To(true)
+	}
+	if obj.WarmTimeoutSeconds == nil {
+		obj.WarmTimeoutSeconds = ptr.To[int64](300)
+	}
 }

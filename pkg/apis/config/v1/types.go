@@ -192,6 +192,14 @@ type ClaimsConfig struct {
 	// RetryBackoffSeconds before a claimant whose claim was given up plans
 	// again; doubles with each give-up, up to ten times. Default: 30.
 	RetryBackoffSeconds *int64 `json:"retryBackoffSeconds,omitempty"`
+	// MakeBeforeBreak: a victim is evicted only once its overflow node
+	// runs a warm instance of it, which its replacement adopts.
+	// Default: true.
+	MakeBeforeBreak *bool `json:"makeBeforeBreak,omitempty"`
+	// WarmTimeoutSeconds: a victim whose warm instance is not Ready this
+	// long after its claim began is evicted without one. Must be below
+	// waveTimeoutSeconds. Default: 300.
+	WarmTimeoutSeconds *int64 `json:"warmTimeoutSeconds,omitempty"`
 }
 
 // ReturnConfig configures the return controller.

@@ -150,6 +150,12 @@ func autoConvert_v1_ClaimsConfig_To_config_ClaimsConfig(in *ClaimsConfig, out *c
 	if err := metav1.Convert_Pointer_int64_To_int64(&in.RetryBackoffSeconds, &out.RetryBackoffSeconds, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_bool_To_bool(&in.MakeBeforeBreak, &out.MakeBeforeBreak, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.WarmTimeoutSeconds, &out.WarmTimeoutSeconds, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -169,6 +175,12 @@ func autoConvert_config_ClaimsConfig_To_v1_ClaimsConfig(in *config.ClaimsConfig,
 		return err
 	}
 	if err := metav1.Convert_int64_To_Pointer_int64(&in.RetryBackoffSeconds, &out.RetryBackoffSeconds, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_bool_To_Pointer_bool(&in.MakeBeforeBreak, &out.MakeBeforeBreak, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.WarmTimeoutSeconds, &out.WarmTimeoutSeconds, s); err != nil {
 		return err
 	}
 	return nil

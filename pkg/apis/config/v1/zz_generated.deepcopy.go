@@ -36,6 +36,16 @@ func (in *ClaimsConfig) DeepCopyInto(out *ClaimsConfig) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.MakeBeforeBreak != nil {
+		in, out := &in.MakeBeforeBreak, &out.MakeBeforeBreak
+		*out = new(bool)
+		**out = **in
+	}
+	if in.WarmTimeoutSeconds != nil {
+		in, out := &in.WarmTimeoutSeconds, &out.WarmTimeoutSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	return
 }
 

@@ -7,6 +7,7 @@
 package validation
 
 import (
+	"fmt"
 	"net/url"
 
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -258,6 +259,17 @@ func ValidateClaimsConfig(path *field.Path, c *config.ClaimsConfig) field.ErrorL
 	}
 	if v, err := intstr.GetScaledValueFromIntOrPercent(&c.DefaultMaxUnavailable, 100, false); err != nil || v <= 0 {
 		errs = append(errs, field.Invalid(path.Child("defaultMaxUnavailable"), c.DefaultMaxUnavailable.String(), "must be a positive integer or percent"))
+	}
+	if c.MakeBeforeBreak {
+		switch {
+		case c.WarmTimeoutSeconds <= 0:
+			errs = append(errs, field.Invalid(path.Child("warmTimeoutSeconds"), c.WarmTimeoutSeconds, "must be greater than 0"))
+		case c.WarmTimeoutSeconds >= c.WaveTimeoutSeconds:
+			// Waiting for warm instances evicts nothing: a claim would
+			// be given up before it fell back to break-before-make.
+			errs = append(errs, field.Invalid(path.Child("warmTimeoutSeconds"), c.WarmTimeoutSeconds,
+				fmt.Sprintf("must be below waveTimeoutSeconds (%d)", c.WaveTimeoutSeconds)))
+		}
 	}
 	return errs
 }

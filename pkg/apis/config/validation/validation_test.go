@@ -76,6 +76,9 @@ func TestValidate(t *testing.T) {
 		{"default budget zero", ValidateOverflowPreemptionArgs(path, &config.OverflowPreemptionArgs{Claims: &config.ClaimsConfig{
 			WaveTimeoutSeconds: 600, ReplacementTimeoutSeconds: 300, RetryBackoffSeconds: 30, DefaultMaxUnavailable: intstr.FromString("0%")}}),
 			`args.claims.defaultMaxUnavailable: Invalid value: "0%"`},
+		{"warm timeout not below the claim timeout", ValidateOverflowPreemptionArgs(path, &config.OverflowPreemptionArgs{Claims: &config.ClaimsConfig{
+			WaveTimeoutSeconds: 600, ReplacementTimeoutSeconds: 300, RetryBackoffSeconds: 30, DefaultMaxUnavailable: intstr.FromInt32(1), MakeBeforeBreak: true, WarmTimeoutSeconds: 600}}),
+			"args.claims.warmTimeoutSeconds: Invalid value: 600: must be below waveTimeoutSeconds (600)"},
 		{"valid return", ValidateOverflowPreemptionArgs(path, &config.OverflowPreemptionArgs{Return: returns()}), ""},
 	}
 	for _, tt := range tests {
