@@ -20,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -81,17 +80,13 @@ func run(ctx context.Context, configFile, kubeconfig, listen, nodeIP string) err
 		return fmt.Errorf("home cluster: %w", err)
 	}
 	rc.UserAgent = "sluice-overflow-node/" + version
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
 	ready := make(chan struct{})
 	if listen != "" {
 		if err := serve(ctx, listen, ready); err != nil {
 			return err
 		}
 	}
-	node, err := overflownode.Start(ctx, client, cfg, members)
+	node, err := overflownode.Start(ctx, rc, cfg, members)
 	if err != nil {
 		return err
 	}

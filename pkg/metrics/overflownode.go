@@ -67,6 +67,16 @@ var (
 		Help:           "Pods marked Failed so their controllers replace them, by reason.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
+	// WarmInstances counts what became of warm instances (make-before-
+	// break), by provider and outcome: started, adopted, expired (not
+	// adopted within the TTL), failed, unwanted (no live claim wants it).
+	WarmInstances = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "warm_instances_total",
+		Help:           "Warm instances by provider and outcome (started, adopted, expired, failed, unwanted).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"provider", "outcome"})
 )
 
 var registerOverflowNodeOnce sync.Once
@@ -74,6 +84,6 @@ var registerOverflowNodeOnce sync.Once
 // RegisterOverflowNode registers sluice-overflow-node's metrics.
 func RegisterOverflowNode() {
 	registerOverflowNodeOnce.Do(func() {
-		legacyregistry.MustRegister(RemoteWorkloads, ProviderHealthy, ReconcileDuration, GarbageCollected, DispatchFailures, PodsFailed)
+		legacyregistry.MustRegister(RemoteWorkloads, ProviderHealthy, ReconcileDuration, GarbageCollected, DispatchFailures, PodsFailed, WarmInstances)
 	})
 }

@@ -75,6 +75,11 @@ type Config struct {
 	// replacement is scheduled afresh (default 2m). A pod no provider can
 	// run as written is failed at once.
 	DispatchTimeout *metav1.Duration `json:"dispatchTimeout,omitempty"`
+	// WarmTTL is how long a warm instance (started for a victim of a
+	// make-before-break claim) may stay unadopted, from its creation at
+	// the provider, before it is deleted (default 15m). Keep it above the
+	// scheduler's claims.warmTimeoutSeconds.
+	WarmTTL *metav1.Duration `json:"warmTTL,omitempty"`
 	// Providers, in no particular order: dispatch orders them by
 	// priority, then price, then name.
 	Providers []ProviderConfig `json:"providers"`
@@ -156,6 +161,7 @@ const (
 	DefaultRequestTimeout         = 10 * time.Second
 	DefaultProviderFailureTimeout = 2 * time.Minute
 	DefaultDispatchTimeout        = 2 * time.Minute
+	DefaultWarmTTL                = 15 * time.Minute
 	DefaultKubeletPort            = 10250
 )
 
@@ -237,7 +243,7 @@ func (c *Config) Default() {
 	for _, d := range []struct {
 		field **metav1.Duration
 		value time.Duration
-	}{{&c.ReconcileInterval, DefaultReconcileInterval}, {&c.RequestTimeout, DefaultRequestTimeout}, {&c.ProviderFailureTimeout, DefaultProviderFailureTimeout}, {&c.DispatchTimeout, DefaultDispatchTimeout}} {
+	}{{&c.ReconcileInterval, DefaultReconcileInterval}, {&c.RequestTimeout, DefaultRequestTimeout}, {&c.ProviderFailureTimeout, DefaultProviderFailureTimeout}, {&c.DispatchTimeout, DefaultDispatchTimeout}, {&c.WarmTTL, DefaultWarmTTL}} {
 		if *d.field == nil {
 			*d.field = &metav1.Duration{Duration: d.value}
 		}
@@ -269,7 +275,7 @@ func (c *Config) Validate() field.ErrorList {
 	if *c.MaxPods <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("maxPods"), *c.MaxPods, "must be positive"))
 	}
-	for name, d := range map[string]*metav1.Duration{"reconcileInterval": c.ReconcileInterval, "requestTimeout": c.RequestTimeout, "providerFailureTimeout": c.ProviderFailureTimeout, "dispatchTimeout": c.DispatchTimeout} {
+	for name, d := range map[string]*metav1.Duration{"reconcileInterval": c.ReconcileInterval, "requestTimeout": c.RequestTimeout, "providerFailureTimeout": c.ProviderFailureTimeout, "dispatchTimeout": c.DispatchTimeout, "warmTTL": c.WarmTTL} {
 		if d.Duration <= 0 {
 			errs = append(errs, field.Invalid(field.NewPath(name), d.Duration.String(), "must be positive"))
 		}

@@ -84,6 +84,9 @@ type remote struct {
 	member  *Member
 	w       provider.Workload
 	created time.Time // set when this process created it
+	// requests, of a warm instance not adopted: its victim's (a warm
+	// instance has no pod bound here to read them from).
+	requests v1.ResourceList
 }
 
 // Node is the overflow node's provider logic, plugged into
@@ -111,6 +114,17 @@ type Node struct {
 	held map[types.UID]time.Time
 	// dispatching are the pods a CreatePod call is dispatching now.
 	dispatching map[types.UID]bool
+	// claims are what warm instances are started for (nil: none are).
+	claims ClaimSource
+	// warm are the warm instances not adopted, by victim UID, as last
+	// listed (or just created).
+	warm map[types.UID]*remote
+	// adopting are the warm instances (by id) being adopted now.
+	adopting map[string]bool
+	// warmSent is, per victim, the WarmCondition status and reason last
+	// set; warmFinal the victims not to warm again.
+	warmSent  map[types.UID]string
+	warmFinal map[types.UID]bool
 	// kubeletDone is closed when the kubelet API server has stopped (nil
 	// without one).
 	kubeletDone chan struct{}
@@ -140,7 +154,8 @@ func New(cfg *Config, members []*Member, client kubernetes.Interface, pods corel
 		return a.Name < b.Name
 	})
 	return &Node{cfg: cfg, members: ordered, client: client, pods: pods, recorder: recorder, now: time.Now,
-		workloads: map[types.UID]*remote{}, lost: map[types.UID]int{}, waiting: map[types.UID]time.Time{}, refsSent: map[types.UID]string{}, held: map[types.UID]time.Time{}, dispatching: map[types.UID]bool{}}
+		workloads: map[types.UID]*remote{}, lost: map[types.UID]int{}, waiting: map[types.UID]time.Time{}, refsSent: map[types.UID]string{}, held: map[types.UID]time.Time{}, dispatching: map[types.UID]bool{},
+		warm: map[types.UID]*remote{}, adopting: map[string]bool{}, warmSent: map[types.UID]string{}, warmFinal: map[types.UID]bool{}}
 }
 
 func (n *Node) member(name string) *Member {
@@ -181,6 +196,12 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 		delete(n.dispatching, pod.UID)
 		n.mu.Unlock()
 	}()
+	n.mu.Unlock()
+	if r := n.adoptWarm(ctx, pod); r != nil {
+		n.sendStatus(pod, n.statusFor(pod, r))
+		return nil
+	}
+	n.mu.Lock()
 	candidates, skipped, cannot := n.candidates(pod)
 	n.mu.Unlock()
 
@@ -212,23 +233,9 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 		}
 	}
 	id := provider.IDFor(pod.UID)
-	reasons := skipped
-	for _, m := range candidates {
-		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
-		err := m.Provider.Create(callCtx, id, pod, refs)
-		cancel()
-		if err != nil {
-			reason := "error"
-			if errors.Is(err, provider.ErrUnsupported) {
-				// Refused now (a remote admission or quota answer may
-				// clear): the dispatch timeout decides, not this.
-				reason = "unsupported"
-			}
-			metrics.DispatchFailures.WithLabelValues(m.Config.Name, reason).Inc()
-			reasons = append(reasons, fmt.Sprintf("%s: %v", m.Config.Name, err))
-			logger.V(2).Info("Provider refused the pod", "provider", m.Config.Name, "err", err)
-			continue
-		}
+	m, refused := n.createAt(ctx, candidates, id, pod, refs)
+	reasons := append(skipped, refused...)
+	if m != nil {
 		r := &remote{member: m, created: n.now(), w: provider.Workload{
 			ID: id, Node: n.cfg.NodeName, Phase: provider.Pending, Message: "created at the provider",
 			Pod: provider.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
@@ -258,6 +265,31 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 	}
 	n.recorder.Event(pod, v1.EventTypeWarning, "DispatchFailed", msg)
 	return errors.New(msg)
+}
+
+// createAt creates the workload id running pod at the first of
+// candidates that takes it, and returns that one, and why the others
+// before it refused.
+func (n *Node) createAt(ctx context.Context, candidates []*Member, id string, pod *v1.Pod, refs provider.Refs) (*Member, []string) {
+	var reasons []string
+	for _, m := range candidates {
+		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		err := m.Provider.Create(callCtx, id, pod, refs)
+		cancel()
+		if err == nil {
+			return m, reasons
+		}
+		reason := "error"
+		if errors.Is(err, provider.ErrUnsupported) {
+			// Refused now (a remote admission or quota answer may
+			// clear): the dispatch timeout decides, not this.
+			reason = "unsupported"
+		}
+		metrics.DispatchFailures.WithLabelValues(m.Config.Name, reason).Inc()
+		reasons = append(reasons, fmt.Sprintf("%s: %v", m.Config.Name, err))
+		klog.FromContext(ctx).V(2).Info("Provider refused the pod", "pod", klog.KObj(pod), "id", id, "provider", m.Config.Name, "err", err)
+	}
+	return nil, reasons
 }
 
 // candidates are the healthy providers with room for pod that can run it,
@@ -301,25 +333,32 @@ func (n *Node) candidates(pod *v1.Pod) ([]*Member, []string, int) {
 	return out, skipped, cannot
 }
 
-// usedLocked sums the requests of the pods each provider runs.
+// usedLocked sums the requests of the pods each provider runs, and of
+// the warm instances not adopted yet.
 func (n *Node) usedLocked() map[*Member]v1.ResourceList {
 	byUID := n.podsByUID()
 	used := map[*Member]v1.ResourceList{}
+	add := func(m *Member, requests v1.ResourceList) {
+		sum := used[m]
+		if sum == nil {
+			sum = v1.ResourceList{}
+			used[m] = sum
+		}
+		for name, q := range requests {
+			total := sum[name]
+			total.Add(q)
+			sum[name] = total
+		}
+	}
 	for uid, r := range n.workloads {
 		pod := byUID[uid]
 		if pod == nil || terminal(pod) {
 			continue
 		}
-		sum := used[r.member]
-		if sum == nil {
-			sum = v1.ResourceList{}
-			used[r.member] = sum
-		}
-		for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
-			total := sum[name]
-			total.Add(q)
-			sum[name] = total
-		}
+		add(r.member, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	}
+	for _, r := range n.warm {
+		add(r.member, r.requests)
 	}
 	return used
 }
@@ -375,7 +414,7 @@ func (n *Node) DeletePod(ctx context.Context, pod *v1.Pod) error {
 	n.mu.Unlock()
 	targets := n.members
 	if r != nil {
-		targets = []*Member{r.member}
+		targets, id = []*Member{r.member}, r.w.ID // an adopted warm instance keeps its id
 	}
 	for _, m := range targets {
 		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)

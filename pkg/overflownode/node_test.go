@@ -97,6 +97,18 @@ func (f *fakeProvider) UpdateRefs(_ context.Context, id string, _ *v1.Pod, refs 
 	return nil
 }
 
+func (f *fakeProvider) Adopt(_ context.Context, id string, ref provider.PodRef) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w, ok := f.workloads[id]
+	if !ok {
+		return provider.ErrNotFound
+	}
+	w.Pod = ref
+	f.workloads[id] = w
+	return nil
+}
+
 func (f *fakeProvider) Delete(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

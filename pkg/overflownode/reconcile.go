@@ -60,12 +60,13 @@ func (n *Node) Reconcile(ctx context.Context) {
 		fresh[m] = o.listErr == nil
 		metrics.ProviderHealthy.WithLabelValues(m.Config.Name).Set(boolFloat(healthy))
 	}
-	index, duplicates := n.mergeLocked(obs, fresh, byUID, start)
-	n.workloads = index
+	index, warm, duplicates := n.mergeLocked(obs, fresh, byUID, start)
+	n.workloads, n.warm = index, warm
 	n.mu.Unlock()
 
 	n.collectGarbage(ctx, index, duplicates, byUID)
 	n.syncPods(ctx, index, fresh, byUID, start)
+	n.syncWarm(ctx, start)
 	n.syncNode()
 	n.recordWorkloads()
 }
@@ -112,10 +113,30 @@ func (n *Node) observe(ctx context.Context) []observation {
 // kept even if a listing raced them. A pod listed by two providers keeps
 // the one its RemoteCondition names (else the first in dispatch order);
 // the others are returned as duplicates to delete.
-func (n *Node) mergeLocked(obs []observation, fresh map[*Member]bool, byUID map[types.UID]*v1.Pod, now time.Time) (map[types.UID]*remote, []*remote) {
+func (n *Node) mergeLocked(obs []observation, fresh map[*Member]bool, byUID map[types.UID]*v1.Pod, now time.Time) (map[types.UID]*remote, map[types.UID]*remote, []*remote) {
 	index := map[types.UID]*remote{}
+	warm := map[types.UID]*remote{}
 	var duplicates []*remote
 	add := func(r *remote) {
+		if r.w.Unadopted() {
+			// A warm instance that still runs its victim (not bound
+			// here): apart, so it is not collected as a pod's that is
+			// gone.
+			if n.adopting[r.w.ID] {
+				return
+			}
+			if old, ok := warm[r.w.Pod.UID]; ok {
+				if old.member != r.member {
+					duplicates = append(duplicates, r)
+				}
+				return
+			}
+			if old := n.warm[r.w.Pod.UID]; old != nil && old.member == r.member {
+				r.created, r.requests = old.created, old.requests
+			}
+			warm[r.w.Pod.UID] = r
+			return
+		}
 		old, ok := index[r.w.Pod.UID]
 		if !ok {
 			index[r.w.Pod.UID] = r
@@ -131,6 +152,11 @@ func (n *Node) mergeLocked(obs []observation, fresh map[*Member]bool, byUID map[
 	for i, m := range n.members {
 		if !fresh[m] {
 			for _, r := range n.workloads {
+				if r.member == m {
+					add(r)
+				}
+			}
+			for _, r := range n.warm {
 				if r.member == m {
 					add(r)
 				}
@@ -158,7 +184,21 @@ func (n *Node) mergeLocked(obs []observation, fresh map[*Member]bool, byUID map[
 			index[uid] = r
 		}
 	}
-	return index, duplicates
+	for uid, r := range n.warm {
+		if _, ok := warm[uid]; !ok && !r.created.IsZero() && now.Sub(r.created) < grace {
+			warm[uid] = r
+		}
+	}
+	// A warm instance a listing still shows unadopted, though this
+	// process had it adopted since, is the adopter's.
+	for _, r := range index {
+		if provider.IsWarm(r.w.ID) {
+			if uid, _ := provider.UIDOf(r.w.ID); warm[uid] != nil && warm[uid].w.ID == r.w.ID {
+				delete(warm, uid)
+			}
+		}
+	}
+	return index, warm, duplicates
 }
 
 // collectGarbage deletes remote workloads whose pod is gone or finished,

@@ -15,15 +15,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider/httpprovider"
@@ -72,15 +75,44 @@ type Running struct {
 // Done is closed when the node has stopped.
 func (r *Running) Done() <-chan struct{} { return r.done }
 
+// homeQPS and homeBurst limit the node's requests to the home apiserver
+// when the kubeconfig sets no limit.
+const (
+	homeQPS   = 50
+	homeBurst = 100
+)
+
+// claimsWait bounds how long Start waits to read the ResearchClaims before
+// its first reconcile (a cluster without the CRD has none to wait for).
+const claimsWait = 10 * time.Second
+
 // Start registers the node and runs it until ctx ends: virtual-kubelet's
 // node controller (registration, status, lease) and pod controller
 // (create/delete at the providers), and the reconcile loop. It returns
-// once the node is registered and its first reconcile is done.
-func Start(ctx context.Context, client kubernetes.Interface, cfg *Config, members []*Member) (*Running, error) {
+// once the node is registered and its first reconcile is done. rc
+// reaches the home cluster.
+func Start(ctx context.Context, rc *rest.Config, cfg *Config, members []*Member) (*Running, error) {
 	logger := klog.FromContext(ctx).WithValues("node", cfg.NodeName)
 	ctx = klog.NewContext(ctx, logger)
 	log.L = logklog.New(nil)
 	metrics.RegisterOverflowNode()
+	if rc.QPS == 0 {
+		// client-go's default (5 QPS, burst 10) would pace a claim's
+		// moves: each pod's status, and each victim's warm condition
+		// twice; the apiserver's priority and fairness still guards it.
+		rc = rest.CopyConfig(rc)
+		rc.QPS, rc.Burst = homeQPS, homeBurst
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	// The claims say which victims to warm (make-before-break).
+	store := claims.NewStore(ctx, dyn, client.Discovery())
 
 	podInformers := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
@@ -97,6 +129,7 @@ func Start(ctx context.Context, client kubernetes.Interface, cfg *Config, member
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: KubeletString, Host: cfg.NodeName})
 
 	n := New(cfg, members, client, pods.Lister(), recorder)
+	n.SetClaims(store)
 	pc, err := node.NewPodController(node.PodControllerConfig{
 		PodClient:                 client.CoreV1(),
 		PodInformer:               pods,
@@ -139,7 +172,17 @@ func Start(ctx context.Context, client kubernetes.Interface, cfg *Config, member
 		return fail(fmt.Errorf("pod informer did not sync: %w", ctx.Err()))
 	}
 	// The first reconcile fills the index from the providers' listings
-	// before the pod controller compares them with the apiserver.
+	// before the pod controller compares them with the apiserver, and,
+	// with the claims read, finds the warm instances replacements adopt.
+	served := make(chan struct{})
+	store.OnServed(func() { close(served) })
+	select {
+	case <-served:
+	case <-time.After(claimsWait):
+		logger.Info("ResearchClaims are not read yet: no warm instances until they are", "waited", claimsWait)
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
 	n.Reconcile(ctx)
 
 	r := &Running{Node: n, done: make(chan struct{})}

@@ -231,6 +231,7 @@ func (n *Node) offerLocked() offer.Offer {
 		carries := m.Provider.Carries()
 		o.Providers = append(o.Providers, offer.Provider{Name: m.Config.Name, Healthy: m.healthy, Capacity: m.capacity.DeepCopy(), Carries: &carries})
 	}
+	o.Warm = n.claims != nil && n.claims.Served()
 	return o
 }
 

@@ -40,6 +40,7 @@ type Server struct {
 	clock      clock.PassiveClock
 	workloads  map[string]*entry
 	creates    int
+	adoptions  int
 	serve      bool
 	pool       []string
 	// vanishAfterRead are ids removed once a GET of them is answered.
@@ -95,6 +96,7 @@ func Start(o Options) *Server {
 	mux.HandleFunc("PUT /v1/workloads/{id}", s.create)
 	mux.HandleFunc("GET /v1/workloads/{id}", s.get)
 	mux.HandleFunc("DELETE /v1/workloads/{id}", s.delete)
+	mux.HandleFunc("PUT /v1/workloads/{id}/pod", s.adopt)
 	mux.HandleFunc("GET /v1/workloads/{id}/logs", s.logs)
 	if o.TLS {
 		s.Server = httptest.NewTLSServer(s.auth(mux))
@@ -405,13 +407,22 @@ func validate(id string, req *httpprovider.CreateRequest) error {
 	return nil
 }
 
-func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// lookup is the workload the request's path names; it answers 404 when
+// there is none. Called with s.mu.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (string, *entry, bool) {
 	id := r.PathValue("id")
 	e, ok := s.workloads[id]
 	if !ok {
 		writeError(w, http.StatusNotFound, "no workload "+id)
+	}
+	return id, e, ok
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, e, ok := s.lookup(w, r)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.workload(id, e))
@@ -456,13 +467,42 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// adopt re-points a workload at another pod.
+func (s *Server) adopt(w http.ResponseWriter, r *http.Request) {
+	var ref provider.PodRef
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ref); err != nil {
+		writeError(w, http.StatusBadRequest, "body: "+err.Error())
+		return
+	}
+	if ref.Namespace == "" || ref.Name == "" || ref.UID == "" {
+		writeError(w, http.StatusUnprocessableEntity, "namespace, name and uid are required")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, e, ok := s.lookup(w, r)
+	if !ok {
+		return
+	}
+	e.req.Pod = ref
+	s.adoptions++
+	writeJSON(w, http.StatusOK, s.workload(id, e))
+}
+
+// Adoptions counts the workloads re-pointed at another pod.
+func (s *Server) Adoptions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.adoptions
+}
+
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	e, ok := s.workloads[id]
+	id, e, ok := s.lookup(w, r)
 	if !ok {
-		writeError(w, http.StatusNotFound, "no workload "+id)
 		return
 	}
 	e.instance.stop()
@@ -477,7 +517,8 @@ func (s *Server) workload(id string, e *entry) provider.Workload {
 		e.phase = provider.Running
 		s.start(id, e)
 	}
-	w := provider.Workload{ID: id, Node: e.req.Node, Pod: e.req.Pod, Phase: e.phase, Message: e.message}
+	created := e.created.UTC()
+	w := provider.Workload{ID: id, Node: e.req.Node, Pod: e.req.Pod, Phase: e.phase, Message: e.message, CreatedAt: &created}
 	if e.phase == provider.Running {
 		w.Addresses = e.instance.addresses()
 	}

@@ -74,6 +74,10 @@ type Workload struct {
 	Message string `json:"message,omitempty"`
 	// StartedAt is when the remote workload started running.
 	StartedAt *time.Time `json:"startedAt,omitempty"`
+	// CreatedAt is when the provider created it: a warm instance not
+	// adopted within the node's warm TTL of it is deleted, whichever
+	// process of the node created it.
+	CreatedAt *time.Time `json:"createdAt,omitempty"`
 	// Addresses are the IPs (at most one IPv4 and one IPv6) at which the
 	// workload's container ports are reachable from the home cluster's
 	// network; the node reports them as the pod's podIPs, so Services
@@ -110,6 +114,10 @@ type Provider interface {
 	// (how the node passes on a changed Secret); it never creates the
 	// workload, and a missing one is an error wrapping ErrNotFound.
 	UpdateRefs(ctx context.Context, id string, pod *v1.Pod, refs Refs) error
+	// Adopt re-points an existing workload (a warm instance) at another
+	// home pod, which it runs from now on: Get and List report pod as its
+	// Pod. A missing workload is an error wrapping ErrNotFound.
+	Adopt(ctx context.Context, id string, pod PodRef) error
 	// Delete stops and removes the remote workload; a missing one is not
 	// an error.
 	Delete(ctx context.Context, id string) error
@@ -156,17 +164,39 @@ var ErrUnsupported = errors.New("not supported by the provider")
 // IDPrefix starts every id.
 const IDPrefix = "sluice-"
 
+// WarmPrefix starts the id of a warm instance.
+const WarmPrefix = IDPrefix + "warm-"
+
 // IDFor is the id of the remote workload running pod: derived from the
 // pod's UID, so the same pod always maps to the same id (no duplicates
 // after a restart) and a new pod with the same name does not.
 func IDFor(uid types.UID) string { return IDPrefix + string(uid) }
 
-// UIDOf is the pod UID an id was derived from.
+// WarmIDFor is the id of the warm instance started for the victim of a
+// make-before-break claim whose UID is uid; it keeps the id when the
+// victim's replacement adopts it.
+func WarmIDFor(uid types.UID) string { return WarmPrefix + string(uid) }
+
+// IsWarm reports whether id is a warm instance's (WarmIDFor).
+func IsWarm(id string) bool { return strings.HasPrefix(id, WarmPrefix) && len(id) > len(WarmPrefix) }
+
+// UIDOf is the pod UID an id was derived from: for a warm instance, its
+// victim's.
 func UIDOf(id string) (types.UID, bool) {
+	if IsWarm(id) {
+		return types.UID(strings.TrimPrefix(id, WarmPrefix)), true
+	}
 	if !strings.HasPrefix(id, IDPrefix) || len(id) == len(IDPrefix) {
 		return "", false
 	}
 	return types.UID(strings.TrimPrefix(id, IDPrefix)), true
+}
+
+// Unadopted reports whether w is a warm instance that still runs its
+// victim (no replacement has adopted it).
+func (w *Workload) Unadopted() bool {
+	uid, _ := UIDOf(w.ID)
+	return IsWarm(w.ID) && uid == w.Pod.UID
 }
 
 // Validate checks a workload as a provider reported it; what fails here is
@@ -179,6 +209,11 @@ func (w *Workload) Validate() error {
 		return fmt.Errorf("workload %s: pod namespace, name and uid are required", w.ID)
 	case !w.Phase.Valid():
 		return fmt.Errorf("workload %s: unknown phase %q", w.ID, w.Phase)
+	}
+	if IsWarm(w.ID) {
+		// A warm instance runs its victim, or the replacement that
+		// adopted it.
+		return nil
 	}
 	if uid, ok := UIDOf(w.ID); !ok || uid != w.Pod.UID {
 		return fmt.Errorf("workload %s: id does not match pod uid %s", w.ID, w.Pod.UID)

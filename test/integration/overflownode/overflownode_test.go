@@ -27,8 +27,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
@@ -92,10 +93,10 @@ type overflowNode struct {
 
 var rbacOnce sync.Once
 
-// nodeClient is a client for the home cluster as the overflow node's
+// nodeConfig reaches the home cluster as the overflow node's
 // ServiceAccount, with the RBAC from manifests/overflow-node/ applied: the
 // tests prove the shipped RBAC sufficient.
-func nodeClient(t *testing.T, cp *harness.ControlPlane) kubernetes.Interface {
+func nodeConfig(t *testing.T, cp *harness.ControlPlane) *rest.Config {
 	t.Helper()
 	rbacOnce.Do(func() {
 		harness.SharedNamespace(t, cp.Client, "sluice-system")
@@ -118,7 +119,7 @@ func nodeClient(t *testing.T, cp *harness.ControlPlane) kubernetes.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kubernetes.NewForConfigOrDie(rc)
+	return rc
 }
 
 // startNode starts an overflow node with these providers, as the binary
@@ -131,7 +132,7 @@ func startNode(t *testing.T, cp *harness.ControlPlane, name string, providers ..
 // startNodeWith is startNode with a change to the configuration.
 func startNodeWith(t *testing.T, cp *harness.ControlPlane, name string, change func(*overflownode.Config), providers ...overflownode.ProviderConfig) *overflowNode {
 	t.Helper()
-	client := nodeClient(t, cp)
+	rc := nodeConfig(t, cp)
 	cfg := &overflownode.Config{
 		APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: name, Providers: providers,
 		ReconcileInterval:      &metav1.Duration{Duration: 500 * time.Millisecond},
@@ -150,7 +151,7 @@ func startNodeWith(t *testing.T, cp *harness.ControlPlane, name string, change f
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	running, err := overflownode.Start(ctx, client, cfg, members)
+	running, err := overflownode.Start(ctx, rc, cfg, members)
 	if err != nil {
 		cancel()
 		t.Fatalf("starting overflow node %s: %v", name, err)
@@ -208,6 +209,20 @@ func remotePods(t *testing.T, rcp *harness.ControlPlane, node string) []v1.Pod {
 		t.Fatal(err)
 	}
 	return list.Items
+}
+
+// remoteOf is the remote pod running home pod uid: named by the id
+// derived from the uid, or a warm instance the pod adopted, it carries the
+// uid in its labels.
+func remoteOf(ctx context.Context, rcp *harness.ControlPlane, uid types.UID) (*v1.Pod, error) {
+	list, err := rcp.Client.CoreV1().Pods(remoteNamespace).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelPodUID + "=" + string(uid)})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Items) != 1 {
+		return nil, fmt.Errorf("%d remote pods run home pod %s, want 1", len(list.Items), uid)
+	}
+	return &list.Items[0], nil
 }
 
 func homePods(t *testing.T, cp *harness.ControlPlane, ns, app string) []v1.Pod {
@@ -280,7 +295,7 @@ func watchReadiness(t *testing.T, cp, rcp *harness.ControlPlane, ns, node string
 		mu.Lock()
 		defer mu.Unlock()
 		if e.New != nil && ready(e.New) {
-			remoteReady[e.New.Name] = true
+			remoteReady[e.New.Labels[kube.LabelPodUID]] = true
 		}
 	})
 	harness.WatchPods(t, cp.Client, ns, func(e harness.PodEvent) {
@@ -288,16 +303,15 @@ func watchReadiness(t *testing.T, cp, rcp *harness.ControlPlane, ns, node string
 			return
 		}
 		w.turned.Add(1)
-		id := provider.IDFor(e.New.UID)
 		mu.Lock()
-		seen := remoteReady[id]
+		seen := remoteReady[string(e.New.UID)]
 		mu.Unlock()
 		if seen {
 			return
 		}
-		r, err := rcp.Client.CoreV1().Pods(remoteNamespace).Get(context.Background(), id, metav1.GetOptions{})
+		r, err := remoteOf(context.Background(), rcp, e.New.UID)
 		if err != nil || !ready(r) {
-			w.violations.Addf("%s turned Ready at home while its remote pod %s is not Ready (%v)", e.New.Name, id, err)
+			w.violations.Addf("%s turned Ready at home while its remote pod is not Ready (%v)", e.New.Name, err)
 		}
 	})
 	return w
@@ -361,18 +375,23 @@ func TestOverflowedDeploymentRunsRemotely(t *testing.T) {
 	if len(remote) != 8 {
 		t.Errorf("remote cluster runs %d pods for the overflow node, want 8 (one per replica, no duplicates)", len(remote))
 	}
-	byID := map[string]v1.Pod{}
+	byUID := map[string]v1.Pod{}
 	for _, r := range remote {
-		byID[r.Name] = r
+		byUID[r.Labels[kube.LabelPodUID]] = r
 	}
 	for _, p := range home {
 		if p.Spec.NodeName != name {
 			continue
 		}
-		r, ok := byID[provider.IDFor(p.UID)]
+		r, ok := byUID[string(p.UID)]
 		if !ok {
-			t.Errorf("home pod %s has no remote pod %s", p.Name, provider.IDFor(p.UID))
+			t.Errorf("home pod %s has no remote pod", p.Name)
 			continue
+		}
+		// Moved by a make-before-break claim: each adopted the warm
+		// instance started for its victim.
+		if !strings.HasPrefix(r.Name, provider.WarmPrefix) {
+			t.Errorf("home pod %s runs as %s, not as an adopted warm instance", p.Name, r.Name)
 		}
 		if r.Annotations[kube.AnnotationPodNS] != ns || r.Annotations[kube.AnnotationPodNam] != p.Name || r.Labels[kube.LabelPodUID] != string(p.UID) {
 			t.Errorf("remote pod %s does not name its home pod %s/%s: %v %v", r.Name, ns, p.Name, r.Labels, r.Annotations)

@@ -84,12 +84,12 @@ func TestSecretsAndConfigMapsTravel(t *testing.T) {
 				continue
 			}
 			moved++
-			id := provider.IDFor(p.UID)
-			r, err := rcp.Client.CoreV1().Pods(remoteNamespace).Get(ctx, id, metav1.GetOptions{})
+			r, err := remoteOf(ctx, rcp, p.UID)
 			if err != nil {
 				bad = append(bad, fmt.Sprintf("%s: remote pod: %v", p.Name, err))
 				continue
 			}
+			id := r.Name
 			var env *v1.EnvVar
 			for i, e := range r.Spec.Containers[0].Env {
 				if e.Name == "HF_TOKEN" {

@@ -71,7 +71,7 @@ func kubeletAPI(t *testing.T) *overflownode.KubeletAPI {
 // node's ServiceAccount, and waits for its node to be Ready.
 func startNodeProcess(t *testing.T, cp *harness.ControlPlane, cfg *overflownode.Config, args ...string) *harness.Process {
 	t.Helper()
-	nodeClient(t, cp) // the shipped RBAC
+	nodeConfig(t, cp) // the shipped RBAC
 	dir := t.TempDir()
 	kubeconfig, err := cp.KubeconfigAs(dir, "system:serviceaccount:sluice-system:sluice-overflow-node",
 		"system:serviceaccounts", "system:serviceaccounts:sluice-system", "system:authenticated")

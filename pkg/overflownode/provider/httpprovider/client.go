@@ -113,6 +113,15 @@ func (c *Client) put(ctx context.Context, id string, pod *v1.Pod, refs provider.
 	return c.doWith(ctx, http.MethodPut, "/v1/workloads/"+url.PathEscape(id), nil, body, nil, hdr)
 }
 
+// Adopt puts the workload's pod: PUT /v1/workloads/{id}/pod.
+func (c *Client) Adopt(ctx context.Context, id string, pod provider.PodRef) error {
+	body, err := json.Marshal(pod)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, http.MethodPut, "/v1/workloads/"+url.PathEscape(id)+"/pod", nil, body, nil)
+}
+
 // Delete deletes the workload.
 func (c *Client) Delete(ctx context.Context, id string) error {
 	err := c.do(ctx, http.MethodDelete, "/v1/workloads/"+url.PathEscape(id), nil, nil, nil)

@@ -196,7 +196,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		}
 	}
 	sort.Strings(ops)
-	want := []string{"DELETE /v1/workloads/{id}", "GET /v1/capacity", "GET /v1/health", "GET /v1/workloads", "GET /v1/workloads/{id}", "GET /v1/workloads/{id}/logs", "PUT /v1/workloads/{id}"}
+	want := []string{"DELETE /v1/workloads/{id}", "GET /v1/capacity", "GET /v1/health", "GET /v1/workloads", "GET /v1/workloads/{id}", "GET /v1/workloads/{id}/logs", "PUT /v1/workloads/{id}", "PUT /v1/workloads/{id}/pod"}
 	if diff := cmp.Diff(want, ops); diff != "" {
 		t.Errorf("operations (-client,+document):\n%s", diff)
 	}

@@ -257,6 +257,28 @@ func carries(o Options) offer.Carries {
 	return c
 }
 
+// Adopt re-points the remote pod at another home pod: its pod labels and
+// annotations name the new one (the Secret and ConfigMap copies stay: the
+// adopter, of the same template, reads the same).
+func (p *Provider) Adopt(ctx context.Context, id string, ref provider.PodRef) error {
+	remote, err := p.client.CoreV1().Pods(p.namespace).Get(ctx, id, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s: %w", id, provider.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if remote.Labels[LabelNode] != p.node || remote.Labels[LabelManagedBy] != ManagedBy || remote.DeletionTimestamp != nil {
+		return fmt.Errorf("%s is not a live pod of overflow node %s: %w", id, p.node, provider.ErrNotFound)
+	}
+	remote.Labels[LabelPodUID] = string(ref.UID)
+	remote.Annotations[AnnotationPodNS], remote.Annotations[AnnotationPodNam] = ref.Namespace, ref.Name
+	// An update, not a patch: the resourceVersion makes a concurrent
+	// change (another adopter) a conflict, not a silent overwrite.
+	_, err = p.client.CoreV1().Pods(p.namespace).Update(ctx, remote, metav1.UpdateOptions{})
+	return err
+}
+
 // Delete deletes the remote pod and the copies it reads (which the remote
 // garbage collector would remove too, later).
 func (p *Provider) Delete(ctx context.Context, id string) error {
@@ -406,6 +428,10 @@ func workloadOf(pod *v1.Pod) provider.Workload {
 	if pod.Status.StartTime != nil {
 		t := pod.Status.StartTime.Time
 		w.StartedAt = &t
+	}
+	if !pod.CreationTimestamp.IsZero() {
+		t := pod.CreationTimestamp.Time
+		w.CreatedAt = &t
 	}
 	for _, ip := range pod.Status.PodIPs {
 		w.Addresses = append(w.Addresses, ip.IP)

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package overflownode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
+	"github.com/sluice-sched/sluice/pkg/metrics"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
+)
+
+// Warm instances: make-before-break claims (the protocol is in
+// pkg/overflow/offer). The node starts one for every victim of a live
+// make-before-break claim that targets it and is not evicted yet, reports
+// it on the victim (offer.WarmCondition), lets the victim's replacement
+// adopt it, and deletes those no claim wants any more or no replacement
+// adopted within the warm TTL. What it knows is in the claims and the
+// providers' listings, so a restarted node picks up where it stopped.
+
+// warmWorkers is how many warm instances are started at once.
+const warmWorkers = 8
+
+// ClaimSource lists the ResearchClaims (pkg/claims.Store).
+type ClaimSource interface {
+	// Served reports whether claims are read (the CRD is served and the
+	// informer synced): before, nothing is known to be unwanted.
+	Served() bool
+	List() []*v1alpha1.ResearchClaim
+}
+
+// SetClaims gives the node the claims it warms victims for; without it,
+// make-before-break is off on this node.
+func (n *Node) SetClaims(c ClaimSource) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.claims = c
+}
+
+// warmWant is a victim a live claim wants warmed on this node.
+type warmWant struct {
+	victim v1alpha1.Victim
+	// evicted: the claim recorded its eviction (its replacement may
+	// adopt the warm instance).
+	evicted bool
+}
+
+// wantedWarm are the victims, by UID, of the live make-before-break claims
+// that target this node and are not replaced; false while the claims are
+// not known.
+func (n *Node) wantedWarm() (map[types.UID]warmWant, bool) {
+	n.mu.Lock()
+	src := n.claims
+	n.mu.Unlock()
+	if src == nil || !src.Served() {
+		return nil, false
+	}
+	out := map[types.UID]warmWant{}
+	for _, c := range src.List() {
+		if c.Status.Phase == v1alpha1.PhaseGivenUp || !c.Spec.MakeBeforeBreak {
+			continue
+		}
+		replaced := sets.New(c.Status.Replaced...)
+		evicted := sets.New[types.UID]()
+		for _, e := range c.Status.Evicted {
+			evicted.Insert(e.UID)
+		}
+		for _, v := range c.Spec.Victims {
+			if v.Target.Node == n.cfg.NodeName && !replaced.Has(v.UID) {
+				out[v.UID] = warmWant{victim: v, evicted: evicted.Has(v.UID)}
+			}
+		}
+	}
+	return out, true
+}
+
+// syncWarm brings the warm instances in line with the claims: deletes the
+// unwanted, expired and failed ones, reports the others on their victims,
+// and starts the missing ones.
+func (n *Node) syncWarm(ctx context.Context, now time.Time) {
+	want, ok := n.wantedWarm()
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	warm := maps.Clone(n.warm)
+	n.mu.Unlock()
+	ttl := n.cfg.WarmTTL.Duration
+	for uid, r := range warm {
+		wv, wanted := want[uid]
+		created := r.created
+		if r.w.CreatedAt != nil {
+			created = *r.w.CreatedAt
+		}
+		where := fmt.Sprintf("warm instance %s at provider %s", r.w.ID, r.member.Config.Name)
+		switch {
+		case !wanted:
+			n.dropWarm(ctx, r, "unwanted", "", "")
+		case !created.IsZero() && now.Sub(created) >= ttl:
+			n.dropWarm(ctx, r, "expired", offer.WarmExpired, fmt.Sprintf("%s not adopted within %s of its creation; deleted", where, ttl))
+		case r.w.Phase == provider.Failed || r.w.Phase == provider.Succeeded:
+			n.dropWarm(ctx, r, "failed", offer.WarmFailed, fmt.Sprintf("%s stopped: %s", where, r.w.Message))
+		default:
+			n.mu.Lock()
+			r.requests = wv.victim.Requests
+			n.mu.Unlock()
+			switch {
+			case wv.evicted:
+				// Gone from home; its replacement adopts it.
+			case r.w.Ready:
+				n.setWarm(ctx, r.w.Pod, v1.ConditionTrue, offer.WarmReady, where+" is Ready")
+			default:
+				n.setWarm(ctx, r.w.Pod, v1.ConditionFalse, offer.WarmStarting, where+": "+r.w.Message)
+			}
+		}
+	}
+	var todo []v1alpha1.Victim
+	n.mu.Lock()
+	for uid, wv := range want {
+		if !wv.evicted && warm[uid] == nil && !n.warmFinal[uid] {
+			todo = append(todo, wv.victim)
+		}
+	}
+	for uid := range n.warmFinal {
+		if _, ok := want[uid]; !ok {
+			delete(n.warmFinal, uid)
+		}
+	}
+	for uid := range n.warmSent {
+		if _, ok := want[uid]; !ok {
+			delete(n.warmSent, uid)
+		}
+	}
+	n.mu.Unlock()
+	sem := make(chan struct{}, warmWorkers)
+	var wg sync.WaitGroup
+	for _, v := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			n.startWarm(ctx, v)
+		}()
+	}
+	wg.Wait()
+}
+
+// startWarm starts a warm instance of victim v from its pod, at its
+// target provider if that can take it, else at the first in dispatch
+// order that can.
+func (n *Node) startWarm(ctx context.Context, v v1alpha1.Victim) {
+	logger := klog.FromContext(ctx).WithValues("victim", klog.KRef(v.Namespace, v.Name))
+	ref := provider.PodRef{Namespace: v.Namespace, Name: v.Name, UID: v.UID}
+	getCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+	pod, err := n.client.CoreV1().Pods(v.Namespace).Get(getCtx, v.Name, metav1.GetOptions{})
+	cancel()
+	if err != nil || pod.UID != v.UID || pod.DeletionTimestamp != nil || terminal(pod) {
+		return // gone, or evicted meanwhile: its replacement starts cold
+	}
+	if _, final, _, _ := offer.Warm(pod); final {
+		n.mu.Lock()
+		n.warmFinal[v.UID] = true
+		n.mu.Unlock()
+		return
+	}
+	n.mu.Lock()
+	candidates, skipped, cannot := n.candidates(pod)
+	n.mu.Unlock()
+	sort.SliceStable(candidates, func(i, j int) bool {
+		return candidates[i].Config.Name == v.Target.Provider && candidates[j].Config.Name != v.Target.Provider
+	})
+	var refs provider.Refs
+	if len(candidates) > 0 {
+		readCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		refs, _, err = newRefReader(n.client).read(readCtx, pod)
+		cancel()
+		if err != nil {
+			n.finalWarm(ctx, ref, offer.WarmFailed, "reading what the pod reads: "+err.Error())
+			return
+		}
+	}
+	id := provider.WarmIDFor(v.UID)
+	m, refused := n.createAt(ctx, candidates, id, pod, refs)
+	reasons := append(skipped, refused...)
+	if m != nil {
+		r := &remote{member: m, created: n.now(), requests: v.Requests, w: provider.Workload{
+			ID: id, Node: n.cfg.NodeName, Phase: provider.Pending, Message: "created at the provider", Pod: ref,
+		}}
+		n.mu.Lock()
+		n.warm[v.UID] = r
+		n.mu.Unlock()
+		metrics.WarmInstances.WithLabelValues(m.Config.Name, "started").Inc()
+		logger.V(2).Info("Started a warm instance", "provider", m.Config.Name, "id", id)
+		n.setWarm(ctx, ref, v1.ConditionFalse, offer.WarmStarting, fmt.Sprintf("warm instance %s created at provider %s", id, m.Config.Name))
+		return
+	}
+	if cannot == len(n.members) {
+		n.finalWarm(ctx, ref, offer.WarmFailed, "no provider can run this pod as written: "+strings.Join(reasons, "; "))
+		return
+	}
+	// Tried again at the next reconcile; the claim's warm timeout bounds it.
+	n.setWarm(ctx, ref, v1.ConditionFalse, offer.WarmStarting, "no provider can start a warm instance now: "+strings.Join(reasons, "; "))
+}
+
+// dropWarm deletes a warm instance (unless a replacement adopted it
+// meanwhile); with a reason, its victim is told, and not warmed again.
+func (n *Node) dropWarm(ctx context.Context, r *remote, outcome, reason, msg string) {
+	uid := r.w.Pod.UID
+	n.mu.Lock()
+	if n.warm[uid] != r {
+		n.mu.Unlock()
+		return
+	}
+	delete(n.warm, uid)
+	n.mu.Unlock()
+	callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+	err := r.member.Provider.Delete(callCtx, r.w.ID)
+	cancel()
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Deleting a warm instance failed; retried next reconcile", "provider", r.member.Config.Name, "id", r.w.ID)
+		return
+	}
+	metrics.WarmInstances.WithLabelValues(r.member.Config.Name, outcome).Inc()
+	klog.FromContext(ctx).Info("Deleted a warm instance", "provider", r.member.Config.Name, "id", r.w.ID, "victim", r.w.Pod.String(), "why", outcome)
+	if reason != "" {
+		n.finalWarm(ctx, r.w.Pod, reason, msg)
+	}
+}
+
+// finalWarm tells a victim it moves without a warm instance.
+func (n *Node) finalWarm(ctx context.Context, ref provider.PodRef, reason, msg string) {
+	n.mu.Lock()
+	n.warmFinal[ref.UID] = true
+	n.mu.Unlock()
+	n.setWarm(ctx, ref, v1.ConditionFalse, reason, msg)
+}
+
+// setWarm sets the victim's WarmCondition, when its status or reason
+// differs from what this process last set.
+func (n *Node) setWarm(ctx context.Context, ref provider.PodRef, status v1.ConditionStatus, reason, msg string) {
+	key := string(status) + "/" + reason
+	n.mu.Lock()
+	same := n.warmSent[ref.UID] == key
+	n.mu.Unlock()
+	if same {
+		return
+	}
+	patch, err := json.Marshal(map[string]any{
+		// The UID makes the patch fail on another pod of the same name.
+		"metadata": map[string]any{"uid": ref.UID},
+		"status": map[string]any{"conditions": []v1.PodCondition{{
+			Type: offer.WarmCondition, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(n.now()),
+		}}},
+	})
+	if err != nil {
+		return
+	}
+	callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+	defer cancel()
+	_, err = n.client.CoreV1().Pods(ref.Namespace).Patch(callCtx, ref.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	switch {
+	case err == nil:
+		n.mu.Lock()
+		n.warmSent[ref.UID] = key
+		n.mu.Unlock()
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		// Evicted meanwhile.
+	default:
+		klog.FromContext(ctx).V(2).Info("Reporting a warm instance on its victim failed; retried next reconcile", "victim", ref.String(), "err", err)
+	}
+}
+
+// adoptWarm lets pod, bound to this node, adopt the warm instance of an
+// evicted victim of the same controller and template: the provider
+// re-points it at pod, which runs there from now on. Nil when there is
+// none (pod is dispatched as usual).
+func (n *Node) adoptWarm(ctx context.Context, pod *v1.Pod) *remote {
+	owner := offer.ControllerUID(pod)
+	if owner == "" {
+		return nil
+	}
+	want, ok := n.wantedWarm()
+	if !ok {
+		return nil
+	}
+	hash := offer.TemplateHash(pod)
+	n.mu.Lock()
+	var mine []*remote
+	for uid, r := range n.warm {
+		v := want[uid].victim
+		if string(v.Owner.UID) == owner && v.Namespace == pod.Namespace && v.TemplateHash == hash && !n.adopting[r.w.ID] {
+			mine = append(mine, r)
+		}
+	}
+	n.mu.Unlock()
+	// Ready ones first, then those whose eviction the claim recorded,
+	// then the oldest.
+	sort.Slice(mine, func(i, j int) bool {
+		a, b := mine[i], mine[j]
+		if a.w.Ready != b.w.Ready {
+			return a.w.Ready
+		}
+		if ea, eb := want[a.w.Pod.UID].evicted, want[b.w.Pod.UID].evicted; ea != eb {
+			return ea
+		}
+		return a.w.ID < b.w.ID
+	})
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	for _, r := range mine {
+		victim := r.w.Pod
+		if !want[victim.UID].evicted && n.victimServes(ctx, victim) {
+			continue // its victim still serves: it is not this pod's to take
+		}
+		n.mu.Lock()
+		if n.warm[victim.UID] != r {
+			n.mu.Unlock()
+			continue
+		}
+		delete(n.warm, victim.UID)
+		n.adopting[r.w.ID] = true
+		n.mu.Unlock()
+		ref := provider.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		err := r.member.Provider.Adopt(callCtx, r.w.ID, ref)
+		cancel()
+		n.mu.Lock()
+		delete(n.adopting, r.w.ID)
+		if err != nil {
+			if !errors.Is(err, provider.ErrNotFound) {
+				n.warm[victim.UID] = r
+			}
+			n.mu.Unlock()
+			logger.Info("Adopting a warm instance failed", "provider", r.member.Config.Name, "id", r.w.ID, "err", err)
+			continue
+		}
+		adopted := &remote{member: r.member, created: n.now(), w: r.w}
+		adopted.w.Pod = ref
+		n.workloads[pod.UID] = adopted
+		delete(n.held, pod.UID)
+		delete(n.warmSent, victim.UID)
+		n.mu.Unlock()
+		metrics.WarmInstances.WithLabelValues(r.member.Config.Name, "adopted").Inc()
+		n.recorder.Eventf(pod, v1.EventTypeNormal, "AdoptedWarmInstance", "Running at provider %s as %s, the warm instance started for %s before its eviction", r.member.Config.Name, r.w.ID, victim.String())
+		logger.V(2).Info("Adopted a warm instance", "provider", r.member.Config.Name, "id", r.w.ID, "victim", victim.String())
+		return adopted
+	}
+	return nil
+}
+
+// victimServes asks the apiserver whether the victim still runs (exists
+// with its UID, not terminating, not finished). Errors count as serving.
+func (n *Node) victimServes(ctx context.Context, ref provider.PodRef) bool {
+	callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+	defer cancel()
+	pod, err := n.client.CoreV1().Pods(ref.Namespace).Get(callCtx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	return pod.UID == ref.UID && pod.DeletionTimestamp == nil && !terminal(pod)
+}
