@@ -44,6 +44,10 @@ type cluster struct {
 	cancel       context.CancelFunc
 	// pki signs the apiservers' kubelet client certificate.
 	pki *localcluster.KubeletPKI
+	// logs is the component logs' directory; scheduler the running
+	// sluice-scheduler.
+	logs      string
+	scheduler *process
 }
 
 // nodeInfo is a physical node's place in the fabric.
@@ -70,7 +74,7 @@ func up(ctx context.Context, o *Options, say func(string, ...any)) (c *cluster, 
 	if err != nil {
 		return nil, err
 	}
-	c = &cluster{tb: localcluster.NewProcessTB("demo", logFile)}
+	c = &cluster{tb: localcluster.NewProcessTB("demo", logFile), logs: logs}
 	ctx, c.cancel = context.WithCancel(ctx)
 	defer func() {
 		if r := recover(); r != nil {
@@ -136,7 +140,7 @@ func up(ctx context.Context, o *Options, say func(string, ...any)) (c *cluster, 
 	}
 	say("%d GPU nodes x %d GPUs: %d leaves under %d spines; the remote cluster has %d nodes", len(c.nodes), o.GPUsPerNode, o.Spines*o.LeavesPerSpine, o.Spines, len(c.nodes))
 
-	if err := c.startScheduler(ctx, o, logs, say); err != nil {
+	if err := c.startScheduler(ctx, o, true, say); err != nil {
 		return c, err
 	}
 	if err := c.startOverflowNode(ctx, o, logs, say); err != nil {
@@ -212,7 +216,9 @@ func gpuNode(name string, gpus int, lbls map[string]string) *v1.Node {
 
 // startScheduler runs bin/sluice-scheduler with the shipped configuration
 // from manifests/, pointed at this cluster, with the demo's overrides.
-func (c *cluster) startScheduler(ctx context.Context, o *Options, logs string, say func(string, ...any)) error {
+// startScheduler runs bin/sluice-scheduler with the shipped
+// configuration, make-before-break claims on or off.
+func (c *cluster) startScheduler(ctx context.Context, o *Options, makeBeforeBreak bool, say func(string, ...any)) error {
 	data, err := os.ReadFile(filepath.Join(o.Manifests, "scheduler-config.yaml"))
 	if err != nil {
 		return err
@@ -222,7 +228,7 @@ func (c *cluster) startScheduler(ctx context.Context, o *Options, logs string, s
 		"minWaveIntervalSeconds": 1,
 		"pollIntervalSeconds":    1,
 		"maxPodsPerWave":         64,
-	}}}
+	}, "claims": map[string]any{"makeBeforeBreak": makeBeforeBreak}}}
 	if o.Slurm != nil {
 		patches["SlurmNodeState"] = map[string]any{"slurm": map[string]any{
 			"endpoint":            o.Slurm.URL,
@@ -256,8 +262,13 @@ func (c *cluster) startScheduler(ctx context.Context, o *Options, logs string, s
 	if o.Slurm != nil {
 		msg += ", Slurm at " + o.Slurm.URL
 	}
+	logName := "sluice-scheduler.log"
+	if !makeBeforeBreak {
+		msg += ", make-before-break off"
+		logName = "sluice-scheduler-break-before-make.log"
+	}
 	say(msg+")", o.ReturnHysteresis)
-	p, err := startProcess("sluice-scheduler", filepath.Join(o.Bin, "sluice-scheduler"), filepath.Join(logs, "sluice-scheduler.log"),
+	p, err := startProcess("sluice-scheduler", filepath.Join(o.Bin, "sluice-scheduler"), filepath.Join(c.logs, logName),
 		"--config="+file,
 		"--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
 		fmt.Sprintf("--secure-port=%d", o.SchedulerPort), "--bind-address=127.0.0.1",
@@ -267,7 +278,18 @@ func (c *cluster) startScheduler(ctx context.Context, o *Options, logs string, s
 		return err
 	}
 	c.procs.add(p)
+	c.scheduler = p
 	return waitHealthy(ctx, p, fmt.Sprintf("https://127.0.0.1:%d/healthz", o.SchedulerPort), 60*time.Second)
+}
+
+// restartScheduler stops sluice-scheduler (it releases its Lease) and
+// starts it again, make-before-break on or off.
+func (c *cluster) restartScheduler(ctx context.Context, o *Options, makeBeforeBreak bool, say func(string, ...any)) error {
+	if old := c.scheduler; old != nil {
+		c.procs.remove(old)
+		old.stop(30 * time.Second)
+	}
+	return c.startScheduler(ctx, o, makeBeforeBreak, say)
 }
 
 // startOverflowNode runs bin/sluice-overflow-node with the kubernetes

@@ -184,7 +184,7 @@ func (d *demo) flush() {
 // step runs one numbered step of the story.
 func (d *demo) step(ctx context.Context, name string, f func() error) error {
 	n := len(d.result.steps) + 1
-	title := fmt.Sprintf("%d/6 %s", n, name)
+	title := fmt.Sprintf("%d/%d %s", n, storySteps, name)
 	d.obs.setStep(title)
 	d.say("== %s", title)
 	begin := time.Since(d.start)

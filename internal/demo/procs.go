@@ -89,6 +89,18 @@ func (ps *processes) add(p *process) {
 	ps.procs = append(ps.procs, p)
 }
 
+// remove forgets p (stopped on purpose, not a failure).
+func (ps *processes) remove(p *process) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for i, q := range ps.procs {
+		if q == p {
+			ps.procs = append(ps.procs[:i], ps.procs[i+1:]...)
+			return
+		}
+	}
+}
+
 func (ps *processes) stopAll() {
 	ps.mu.Lock()
 	procs := ps.procs

@@ -31,18 +31,22 @@ func budgets() []intstr.IntOrString {
 
 // result is what the story measured, for the report.
 type result struct {
-	deployments    []deploymentResult
-	gangPods       int
-	gangGPUs       int
-	claimSeconds   float64
-	gangNodes      []string
-	gangLeaves     []string
-	leafLowerBound int
-	returnSeconds  float64
-	onOverflowEnd  int
-	drained        string
-	drainedPods    int
-	steps          []stepResult
+	deployments  []deploymentResult
+	gangPods     int
+	gangGPUs     int
+	claimSeconds float64
+	// coldClaimSeconds and coldReturnSeconds are the same claim and
+	// return, break-before-make, in the same run.
+	coldClaimSeconds  float64
+	coldReturnSeconds float64
+	gangNodes         []string
+	gangLeaves        []string
+	leafLowerBound    int
+	returnSeconds     float64
+	onOverflowEnd     int
+	drained           string
+	drainedPods       int
+	steps             []stepResult
 	// violations are what the invariant watcher saw (internal/invariants).
 	violations []string
 	evictions  map[string]int
@@ -61,13 +65,20 @@ type stepResult struct {
 	took    time.Duration
 }
 
-// The phases availability is measured over.
+// The phases availability is measured over: the claim and the return
+// with make-before-break (the default), then, for comparison, without.
 const (
-	phaseClaim  = "claim"
-	phaseReturn = "return"
+	phaseClaim      = "claim"
+	phaseReturn     = "return"
+	phaseColdClaim  = "claim, break-before-make"
+	phaseColdReturn = "return, break-before-make"
 )
 
-// story plays the six steps.
+// storySteps is how many steps the story has.
+const storySteps = 8
+
+// story plays the steps: a claim and a return make-before-break, then the
+// same break-before-make for comparison.
 func (d *demo) story(ctx context.Context) error {
 	o := d.opts
 	// A failed step ends the phase it was in, for the report.
@@ -243,12 +254,65 @@ func (d *demo) story(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := d.compare(ctx, total); err != nil {
+		return err
+	}
 	for _, dep := range d.result.deployments {
 		if w := d.worst(dep.name); w > dep.allowed {
 			return fmt.Errorf("%s had %d replicas unavailable, its PDB allows %d", dep.name, w, dep.allowed)
 		}
 	}
 	return d.checkInvariants()
+}
+
+// compare plays the claim and the return again with make-before-break
+// off (steps 7 and 8), so the report sets the two side by side, measured
+// in one run.
+func (d *demo) compare(ctx context.Context, total int) error {
+	o := d.opts
+	if err := d.step(ctx, "for comparison: the same gang claims again, break-before-make", func() error {
+		if err := d.cluster.restartScheduler(ctx, o, false, d.say); err != nil {
+			return err
+		}
+		start := time.Now()
+		d.obs.setPhase(phaseColdClaim)
+		defer d.obs.setPhase("")
+		if err := d.createGang(ctx, "pretrain-2", o.GangPods, o.GPUsPerNode); err != nil {
+			return err
+		}
+		if err := d.wait(ctx, "the gang running and every production replica Ready again", func(s sample) bool {
+			return s.researchRunning == o.GangPods && s.productionReady == s.productionPods && s.productionPods == total
+		}); err != nil {
+			return err
+		}
+		d.result.coldClaimSeconds = time.Since(start).Seconds()
+		d.say("break-before-make claim done in %.1fs; make-before-break took %.1fs", d.result.coldClaimSeconds, d.result.claimSeconds)
+		for _, dep := range d.result.deployments {
+			a, _ := d.obs.availabilityOf(phaseColdClaim, dep.name)
+			d.say("  %s: at least %d of %d replicas Ready, %.0f replica-seconds below %d", dep.name, a.minReady, dep.replicas, a.belowSeconds, dep.replicas)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return d.step(ctx, "that gang ends; production returns again", func() error {
+		if err := d.deleteGang(ctx, "pretrain-2"); err != nil {
+			return err
+		}
+		if err := d.wait(ctx, "the gang's pods gone", func(s sample) bool { return s.researchPods == 0 }); err != nil {
+			return err
+		}
+		start := time.Now()
+		d.obs.setPhase(phaseColdReturn)
+		defer d.obs.setPhase("")
+		if err := d.wait(ctx, fmt.Sprintf("%d production replicas Ready on physical GPUs", total), func(s sample) bool {
+			return s.production == total && s.productionReady == total && s.overflowPods == 0
+		}); err != nil {
+			return err
+		}
+		d.result.coldReturnSeconds = time.Since(start).Seconds()
+		return nil
+	})
 }
 
 // checkInvariants reports what the invariant watcher saw, and fails the
