@@ -423,3 +423,32 @@ func TestUpdateRefsNeverRecreates(t *testing.T) {
 		t.Errorf("UpdateRefs started %v again", ids)
 	}
 }
+
+// TestAdopt: PUT /v1/workloads/{id}/pod re-points a warm workload at its
+// adopter, which the provider reports from then on, with the time it was
+// created; a missing workload is ErrNotFound.
+func TestAdopt(t *testing.T) {
+	srv := providerserver.Start(providerserver.Options{Capacity: map[string]string{"nvidia.com/gpu": "16"}})
+	defer srv.Close()
+	c := newClient(t, srv, "")
+	ctx := context.Background()
+	victim := pod("llm-0", "a")
+	id := provider.WarmIDFor(victim.UID)
+	if err := c.Create(ctx, id, victim, provider.Refs{}); err != nil {
+		t.Fatal(err)
+	}
+	adopter := provider.PodRef{Namespace: "serve", Name: "llm-new", UID: "uid-new"}
+	if err := c.Adopt(ctx, id, adopter); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Get(ctx, id)
+	if err != nil || w.Pod != adopter || w.CreatedAt == nil {
+		t.Errorf("after Adopt: %+v, %v; want pod %v and createdAt", w, err, adopter)
+	}
+	if err := c.Adopt(ctx, provider.WarmIDFor("nope"), adopter); !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("Adopt of a missing workload = %v, want ErrNotFound", err)
+	}
+	if srv.Adoptions() != 1 || srv.Creates() != 1 {
+		t.Errorf("server saw %d adoptions and %d creates, want 1 and 1", srv.Adoptions(), srv.Creates())
+	}
+}

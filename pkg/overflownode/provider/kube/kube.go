@@ -271,6 +271,9 @@ func (p *Provider) Adopt(ctx context.Context, id string, ref provider.PodRef) er
 	if remote.Labels[LabelNode] != p.node || remote.Labels[LabelManagedBy] != ManagedBy || remote.DeletionTimestamp != nil {
 		return fmt.Errorf("%s is not a live pod of overflow node %s: %w", id, p.node, provider.ErrNotFound)
 	}
+	if remote.Annotations == nil {
+		remote.Annotations = map[string]string{}
+	}
 	remote.Labels[LabelPodUID] = string(ref.UID)
 	remote.Annotations[AnnotationPodNS], remote.Annotations[AnnotationPodNam] = ref.Namespace, ref.Name
 	// An update, not a patch: the resourceVersion makes a concurrent

@@ -216,6 +216,38 @@ func TestListAndCapacity(t *testing.T) {
 	}
 }
 
+// TestAdopt: a warm instance adopted by another home pod is listed as
+// that pod's (labels and annotations re-pointed); adopting what is not
+// there, or another node's, is ErrNotFound.
+func TestAdopt(t *testing.T) {
+	client := fake.NewClientset()
+	p := New(client, "burst", "sluice-overflow", Options{})
+	other := New(client, "burst", "another-overflow", Options{})
+	ctx := context.Background()
+	home := homePod()
+	id := provider.WarmIDFor(home.UID)
+	if err := p.Create(ctx, id, home, provider.Refs{}); err != nil {
+		t.Fatal(err)
+	}
+	adopter := provider.PodRef{Namespace: home.Namespace, Name: "llm-new", UID: "uid-new"}
+	if err := p.Adopt(ctx, id, adopter); err != nil {
+		t.Fatal(err)
+	}
+	w, err := p.Get(ctx, id)
+	if err != nil || w.Pod != adopter || w.Unadopted() || w.Validate() != nil {
+		t.Errorf("after Adopt: %+v, %v; want pod %v, adopted, valid", w, err, adopter)
+	}
+	for _, tt := range []struct {
+		name string
+		p    *Provider
+		id   string
+	}{{"missing", p, provider.WarmIDFor("nope")}, {"another node's", other, id}} {
+		if err := tt.p.Adopt(ctx, tt.id, adopter); !errors.Is(err, provider.ErrNotFound) {
+			t.Errorf("Adopt %s = %v, want ErrNotFound", tt.name, err)
+		}
+	}
+}
+
 // TestCopyFailureLeavesNoPod: when the copies cannot be made (the remote
 // Role lacks the verbs), the remote pod just created is removed, so it is
 // not listed, adopted and run without what it reads; UpdateRefs never
