@@ -18,7 +18,7 @@ import (
 // fabric) and the figures.
 func writeReport(file string, d *demo, storyErr error) error {
 	samples := d.obs.samples()
-	var researchS, prodS, overflowS, freeS, overflowPods []plot.Point
+	var researchS, prodS, overflowS, freeS, overflowPods, readyS []plot.Point
 	total := float64(len(d.cluster.nodes) * d.opts.GPUsPerNode)
 	for _, s := range samples {
 		x := s.at.Seconds()
@@ -27,6 +27,7 @@ func writeReport(file string, d *demo, storyErr error) error {
 		overflowS = append(overflowS, plot.Point{X: x, Y: float64(s.overflow)})
 		freeS = append(freeS, plot.Point{X: x, Y: total - float64(s.research+s.production)})
 		overflowPods = append(overflowPods, plot.Point{X: x, Y: float64(s.overflowPods)})
+		readyS = append(readyS, plot.Point{X: x, Y: float64(s.productionReady)})
 	}
 	gpuChart := plot.LineChart{
 		Title: "GPUs by class", XLabel: "seconds", YLabel: "GPUs",
@@ -39,6 +40,8 @@ func writeReport(file string, d *demo, storyErr error) error {
 	}
 	overflowChart := plot.LineChart{Title: "Production pods on the overflow node", XLabel: "seconds", YLabel: "pods",
 		Series: []plot.Series{{Name: "pods on " + overflowNode, Points: overflowPods}}}
+	readyChart := plot.LineChart{Title: "Production replicas Ready (all Deployments)", XLabel: "seconds", YLabel: "replicas",
+		Series: []plot.Series{{Name: "Ready", Points: readyS}}}
 	placement := d.placementChart()
 
 	var b strings.Builder
@@ -95,6 +98,8 @@ func writeReport(file string, d *demo, storyErr error) error {
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%d</td>%s</tr>", dep.name, dep.replicas, html.EscapeString(dep.maxUnavailable), dep.allowed, cells)
 	}
 	b.WriteString("</table><p>The budgets themselves are checked at every eviction (invariants above).</p>")
+	b.WriteString("<h2>Production replicas Ready over time</h2><p>Sampled twice a second: the first dip is the make-before-break claim, the second the break-before-make one (see Steps for when each ran).</p>")
+	b.Write(readyChart.SVG())
 	b.WriteString("<h2>GPUs by class over time</h2>")
 	b.Write(gpuChart.SVG())
 	b.WriteString("<h2>Overflow pods over time</h2>")

@@ -84,9 +84,14 @@ type remote struct {
 	member  *Member
 	w       provider.Workload
 	created time.Time // set when this process created it
-	// requests, of a warm instance not adopted: its victim's (a warm
-	// instance has no pod bound here to read them from).
+	// Of a warm instance not adopted: its victim's requests (it has no
+	// pod bound here to read them from), what a replacement must share
+	// with its victim to adopt it (learnt from the claims; kept when the
+	// claim ends before the replacement comes), and when this process
+	// first listed it.
 	requests v1.ResourceList
+	match    *warmMatch
+	seen     time.Time
 }
 
 // Node is the overflow node's provider logic, plugged into

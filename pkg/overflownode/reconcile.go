@@ -132,7 +132,10 @@ func (n *Node) mergeLocked(obs []observation, fresh map[*Member]bool, byUID map[
 				return
 			}
 			if old := n.warm[r.w.Pod.UID]; old != nil && old.member == r.member {
-				r.created, r.requests = old.created, old.requests
+				r.created, r.requests, r.match, r.seen = old.created, old.requests, old.match, old.seen
+			}
+			if r.seen.IsZero() {
+				r.seen = now
 			}
 			warm[r.w.Pod.UID] = r
 			return
@@ -308,7 +311,7 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 		case down && now.Sub(since) >= timeout:
 			n.fail(pod, ReasonProviderUnavailable, fmt.Sprintf("provider %s has been unavailable for %s", name, now.Sub(since).Round(time.Second)))
 		case fresh[m] && n.strike(uid) >= lostAfter:
-			n.fail(pod, ReasonRemoteLost, fmt.Sprintf("remote workload %s vanished from provider %s", provider.IDFor(uid), name))
+			n.fail(pod, ReasonRemoteLost, fmt.Sprintf("its remote workload vanished from provider %s (%s)", name, remoteMessage(pod)))
 		}
 	}
 	n.mu.Lock()
@@ -458,6 +461,17 @@ func applyQuota(reported, quota v1.ResourceList) v1.ResourceList {
 		}
 	}
 	return out
+}
+
+// remoteMessage is the pod's RemoteCondition message ("runs as <id> at
+// provider <name>").
+func remoteMessage(pod *v1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == RemoteCondition {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 func firstErr(errs ...error) error {

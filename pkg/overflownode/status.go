@@ -231,7 +231,9 @@ func (n *Node) offerLocked() offer.Offer {
 		carries := m.Provider.Carries()
 		o.Providers = append(o.Providers, offer.Provider{Name: m.Config.Name, Healthy: m.healthy, Capacity: m.capacity.DeepCopy(), Carries: &carries})
 	}
-	o.Warm = n.claims != nil && n.claims.Served()
+	// Said while the node is set to read claims, also before it has: a
+	// slow start does not turn claims break-before-make.
+	o.Warm = n.claims != nil
 	return o
 }
 

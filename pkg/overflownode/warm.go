@@ -91,9 +91,39 @@ func (n *Node) wantedWarm() (map[types.UID]warmWant, bool) {
 	return out, true
 }
 
+// warmMatch is what a replacement shares with the victim whose warm
+// instance it adopts.
+type warmMatch struct {
+	owner     v1alpha1.Owner
+	namespace string
+	hash      string
+	// victim is the victim's name: a StatefulSet's replacement has it.
+	victim string
+}
+
+func matchOf(v v1alpha1.Victim) *warmMatch {
+	return &warmMatch{owner: v.Owner, namespace: v.Namespace, hash: v.TemplateHash, victim: v.Name}
+}
+
+// expired reports whether warm instance r is past the TTL: from its
+// creation at the provider, else from when this process created or first
+// listed it.
+func (n *Node) expired(r *remote, now time.Time) bool {
+	born := r.seen
+	switch {
+	case r.w.CreatedAt != nil:
+		born = *r.w.CreatedAt
+	case !r.created.IsZero():
+		born = r.created
+	}
+	return !born.IsZero() && now.Sub(born) >= n.cfg.WarmTTL.Duration
+}
+
 // syncWarm brings the warm instances in line with the claims: deletes the
-// unwanted, expired and failed ones, reports the others on their victims,
-// and starts the missing ones.
+// failed and expired ones and those no claim wants whose victim still
+// runs (a victim evicted keeps its instance for its replacement, until
+// the TTL, also when its claim has ended), reports the others on their
+// victims, and starts the missing ones.
 func (n *Node) syncWarm(ctx context.Context, now time.Time) {
 	want, ok := n.wantedWarm()
 	if !ok {
@@ -102,33 +132,32 @@ func (n *Node) syncWarm(ctx context.Context, now time.Time) {
 	n.mu.Lock()
 	warm := maps.Clone(n.warm)
 	n.mu.Unlock()
-	ttl := n.cfg.WarmTTL.Duration
 	for uid, r := range warm {
 		wv, wanted := want[uid]
-		created := r.created
-		if r.w.CreatedAt != nil {
-			created = *r.w.CreatedAt
+		if wanted {
+			n.mu.Lock()
+			r.requests, r.match = wv.victim.Requests, matchOf(wv.victim)
+			n.mu.Unlock()
 		}
+		// Told only to a victim still waiting for its instance.
+		tell := wanted && !wv.evicted
 		where := fmt.Sprintf("warm instance %s at provider %s", r.w.ID, r.member.Config.Name)
 		switch {
-		case !wanted:
-			n.dropWarm(ctx, r, "unwanted", "", "")
-		case !created.IsZero() && now.Sub(created) >= ttl:
-			n.dropWarm(ctx, r, "expired", offer.WarmExpired, fmt.Sprintf("%s not adopted within %s of its creation; deleted", where, ttl))
 		case r.w.Phase == provider.Failed || r.w.Phase == provider.Succeeded:
-			n.dropWarm(ctx, r, "failed", offer.WarmFailed, fmt.Sprintf("%s stopped: %s", where, r.w.Message))
+			n.dropWarm(ctx, r, "failed", tell, offer.WarmFailed, fmt.Sprintf("%s stopped: %s", where, r.w.Message))
+		case n.expired(r, now):
+			n.dropWarm(ctx, r, "expired", tell, offer.WarmExpired, fmt.Sprintf("%s not adopted within %s of its creation; deleted", where, n.cfg.WarmTTL.Duration))
+		case tell && r.w.Ready:
+			n.setWarm(ctx, r.w.Pod, v1.ConditionTrue, offer.WarmReady, where+" is Ready")
+		case tell:
+			n.setWarm(ctx, r.w.Pod, v1.ConditionFalse, offer.WarmStarting, where+": "+r.w.Message)
+		case wanted:
+			// Evicted: its replacement adopts it.
+		case r.match != nil && !n.victimServes(ctx, r.w.Pod):
+			// Evicted, its claim ended (its research bound, or given
+			// up): its replacement may still come, until the TTL.
 		default:
-			n.mu.Lock()
-			r.requests = wv.victim.Requests
-			n.mu.Unlock()
-			switch {
-			case wv.evicted:
-				// Gone from home; its replacement adopts it.
-			case r.w.Ready:
-				n.setWarm(ctx, r.w.Pod, v1.ConditionTrue, offer.WarmReady, where+" is Ready")
-			default:
-				n.setWarm(ctx, r.w.Pod, v1.ConditionFalse, offer.WarmStarting, where+": "+r.w.Message)
-			}
+			n.dropWarm(ctx, r, "unwanted", false, "", "")
 		}
 	}
 	var todo []v1alpha1.Victim
@@ -162,6 +191,24 @@ func (n *Node) syncWarm(ctx context.Context, now time.Time) {
 	wg.Wait()
 }
 
+// identityEnv names an env var of pod that reads the pod's own identity
+// (name, UID, node): a warm instance started from the victim would keep
+// the victim's after its replacement adopts it.
+func identityEnv(pod *v1.Pod) string {
+	for _, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		for _, e := range c.Env {
+			if e.ValueFrom == nil || e.ValueFrom.FieldRef == nil {
+				continue
+			}
+			switch path := e.ValueFrom.FieldRef.FieldPath; path {
+			case "metadata.name", "metadata.uid", "spec.nodeName":
+				return fmt.Sprintf("container %s env %s reads %s", c.Name, e.Name, path)
+			}
+		}
+	}
+	return ""
+}
+
 // startWarm starts a warm instance of victim v from its pod, at its
 // target provider if that can take it, else at the first in dispatch
 // order that can.
@@ -180,6 +227,10 @@ func (n *Node) startWarm(ctx context.Context, v v1alpha1.Victim) {
 		n.mu.Unlock()
 		return
 	}
+	if why := identityEnv(pod); why != "" {
+		n.finalWarm(ctx, ref, offer.WarmFailed, why+": a warm instance would keep this pod's after its replacement adopts it")
+		return
+	}
 	n.mu.Lock()
 	candidates, skipped, cannot := n.candidates(pod)
 	n.mu.Unlock()
@@ -192,7 +243,9 @@ func (n *Node) startWarm(ctx context.Context, v v1alpha1.Victim) {
 		refs, _, err = newRefReader(n.client).read(readCtx, pod)
 		cancel()
 		if err != nil {
-			n.finalWarm(ctx, ref, offer.WarmFailed, "reading what the pod reads: "+err.Error())
+			// Tried again at the next reconcile (a Secret may be
+			// created, the apiserver answer again).
+			n.setWarm(ctx, ref, v1.ConditionFalse, offer.WarmStarting, "cannot read what the pod reads yet: "+err.Error())
 			return
 		}
 	}
@@ -200,7 +253,7 @@ func (n *Node) startWarm(ctx context.Context, v v1alpha1.Victim) {
 	m, refused := n.createAt(ctx, candidates, id, pod, refs)
 	reasons := append(skipped, refused...)
 	if m != nil {
-		r := &remote{member: m, created: n.now(), requests: v.Requests, w: provider.Workload{
+		r := &remote{member: m, created: n.now(), requests: v.Requests, match: matchOf(v), w: provider.Workload{
 			ID: id, Node: n.cfg.NodeName, Phase: provider.Pending, Message: "created at the provider", Pod: ref,
 		}}
 		n.mu.Lock()
@@ -220,11 +273,11 @@ func (n *Node) startWarm(ctx context.Context, v v1alpha1.Victim) {
 }
 
 // dropWarm deletes a warm instance (unless a replacement adopted it
-// meanwhile); with a reason, its victim is told, and not warmed again.
-func (n *Node) dropWarm(ctx context.Context, r *remote, outcome, reason, msg string) {
+// meanwhile); told, its victim learns why, and is not warmed again.
+func (n *Node) dropWarm(ctx context.Context, r *remote, outcome string, tell bool, reason, msg string) {
 	uid := r.w.Pod.UID
 	n.mu.Lock()
-	if n.warm[uid] != r {
+	if cur := n.warm[uid]; cur == nil || cur.w.ID != r.w.ID || cur.member != r.member {
 		n.mu.Unlock()
 		return
 	}
@@ -239,7 +292,7 @@ func (n *Node) dropWarm(ctx context.Context, r *remote, outcome, reason, msg str
 	}
 	metrics.WarmInstances.WithLabelValues(r.member.Config.Name, outcome).Inc()
 	klog.FromContext(ctx).Info("Deleted a warm instance", "provider", r.member.Config.Name, "id", r.w.ID, "victim", r.w.Pod.String(), "why", outcome)
-	if reason != "" {
+	if tell {
 		n.finalWarm(ctx, r.w.Pod, reason, msg)
 	}
 }
@@ -288,30 +341,31 @@ func (n *Node) setWarm(ctx context.Context, ref provider.PodRef, status v1.Condi
 }
 
 // adoptWarm lets pod, bound to this node, adopt the warm instance of an
-// evicted victim of the same controller and template: the provider
-// re-points it at pod, which runs there from now on. Nil when there is
-// none (pod is dispatched as usual).
+// evicted victim of the same controller and template (for a StatefulSet,
+// of the same name): the provider re-points it at pod, which runs there
+// from now on. Nil when there is none (pod is dispatched as usual).
 func (n *Node) adoptWarm(ctx context.Context, pod *v1.Pod) *remote {
 	owner := offer.ControllerUID(pod)
 	if owner == "" {
 		return nil
 	}
-	want, ok := n.wantedWarm()
-	if !ok {
-		return nil
-	}
-	hash := offer.TemplateHash(pod)
+	want, _ := n.wantedWarm()
+	hash, now := offer.TemplateHash(pod), n.now()
 	n.mu.Lock()
 	var mine []*remote
-	for uid, r := range n.warm {
-		v := want[uid].victim
-		if string(v.Owner.UID) == owner && v.Namespace == pod.Namespace && v.TemplateHash == hash && !n.adopting[r.w.ID] {
-			mine = append(mine, r)
+	for _, r := range n.warm {
+		m := r.match
+		switch {
+		case m == nil || string(m.owner.UID) != owner || m.namespace != pod.Namespace || m.hash != hash,
+			m.owner.Kind == "StatefulSet" && m.victim != pod.Name,
+			n.adopting[r.w.ID], r.w.Phase == provider.Failed || r.w.Phase == provider.Succeeded, n.expired(r, now):
+			continue
 		}
+		mine = append(mine, r)
 	}
 	n.mu.Unlock()
-	// Ready ones first, then those whose eviction the claim recorded,
-	// then the oldest.
+	// Ready ones first, then those whose eviction a claim recorded, then
+	// by id.
 	sort.Slice(mine, func(i, j int) bool {
 		a, b := mine[i], mine[j]
 		if a.w.Ready != b.w.Ready {
@@ -329,10 +383,14 @@ func (n *Node) adoptWarm(ctx context.Context, pod *v1.Pod) *remote {
 			continue // its victim still serves: it is not this pod's to take
 		}
 		n.mu.Lock()
-		if n.warm[victim.UID] != r {
+		// A reconcile may have listed it again meanwhile: take the
+		// current entry of the same instance.
+		cur := n.warm[victim.UID]
+		if cur == nil || cur.w.ID != r.w.ID || cur.member != r.member || n.adopting[r.w.ID] {
 			n.mu.Unlock()
 			continue
 		}
+		r = cur
 		delete(n.warm, victim.UID)
 		n.adopting[r.w.ID] = true
 		n.mu.Unlock()

@@ -194,3 +194,72 @@ func TestWarmInstances(t *testing.T) {
 		t.Errorf("victim's warm condition after the TTL = %q, want WarmExpired", got)
 	}
 }
+
+// TestWarmInstanceOutlivesItsClaim: the claim ends (its research bound)
+// after its victim is evicted but before the replacement reaches the
+// node; the warm instance is kept for the replacement, which adopts it.
+// One whose victim still runs when its claim ends is deleted.
+func TestWarmInstanceOutlivesItsClaim(t *testing.T) {
+	cloud := newFake("8")
+	f := newFixture(t, member("cloud", 0, 0, cloud))
+	ctx := context.Background()
+	evicted, stays := servingPod("llm-0", "llm", "h1", "gpu-1"), servingPod("llm-1", "llm", "h1", "gpu-1")
+	for _, p := range []*v1.Pod{evicted, stays} {
+		if _, err := f.client.CoreV1().Pods("serve").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := &fakeClaims{list: []*v1alpha1.ResearchClaim{victimsClaim(evicted, stays)}}
+	f.node.SetClaims(src)
+	f.node.Reconcile(ctx)
+	if err := f.client.CoreV1().Pods("serve").Delete(ctx, "llm-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src.mu.Lock()
+	src.list = nil
+	src.mu.Unlock()
+	f.node.Reconcile(ctx)
+	if _, ok := cloud.workloads["sluice-warm-uid-llm-1"]; ok {
+		t.Error("the warm instance of a victim that still runs survived its claim")
+	}
+	if _, ok := cloud.workloads["sluice-warm-uid-llm-0"]; !ok {
+		t.Fatal("the warm instance of an evicted victim was deleted with its claim, before its replacement came")
+	}
+	r := servingPod("llm-new", "llm", "h1", "sluice-overflow")
+	r.Status.Phase = v1.PodPending
+	if err := f.pods.Add(r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.client.CoreV1().Pods("serve").Create(ctx, r, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.node.CreatePod(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if w := cloud.workloads["sluice-warm-uid-llm-0"]; w.Pod.UID != r.UID || cloud.creates != 2 {
+		t.Errorf("replacement: warm instance runs %q, %d creates; want it adopted, 2 creates", w.Pod.UID, cloud.creates)
+	}
+}
+
+// TestWarmInstanceNeedsNoIdentity: a victim whose env reads its own name
+// gets no warm instance (the adopter would run with the victim's name);
+// it is told so, finally, and moves without one.
+func TestWarmInstanceNeedsNoIdentity(t *testing.T) {
+	cloud := newFake("8")
+	f := newFixture(t, member("cloud", 0, 0, cloud))
+	ctx := context.Background()
+	v := servingPod("llm-0", "llm", "h1", "gpu-1")
+	v.Spec.Containers[0].Env = []v1.EnvVar{{Name: "POD_NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+	if _, err := f.client.CoreV1().Pods("serve").Create(ctx, v, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.node.SetClaims(&fakeClaims{list: []*v1alpha1.ResearchClaim{victimsClaim(v)}})
+	f.node.Reconcile(ctx)
+	f.node.Reconcile(ctx)
+	if cloud.creates != 0 {
+		t.Errorf("%d creates, want none", cloud.creates)
+	}
+	if got := f.warmCondition(t, "llm-0"); got != "False:WarmFailed:container c env POD_NAME reads metadata.name: a warm instance would keep this pod's after its replacement adopts it" {
+		t.Errorf("warm condition = %q", got)
+	}
+}

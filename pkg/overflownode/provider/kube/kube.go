@@ -36,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
@@ -261,25 +262,35 @@ func carries(o Options) offer.Carries {
 // annotations name the new one (the Secret and ConfigMap copies stay: the
 // adopter, of the same template, reads the same).
 func (p *Provider) Adopt(ctx context.Context, id string, ref provider.PodRef) error {
-	remote, err := p.client.CoreV1().Pods(p.namespace).Get(ctx, id, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("%s: %w", id, provider.ErrNotFound)
-	}
-	if err != nil {
+	victim, _ := provider.UIDOf(id)
+	// A starting pod's status changes its resourceVersion: a conflict is
+	// retried on a fresh read, never forced over another adopter.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		remote, err := p.client.CoreV1().Pods(p.namespace).Get(ctx, id, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s: %w", id, provider.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if remote.Labels[LabelNode] != p.node || remote.Labels[LabelManagedBy] != ManagedBy || remote.DeletionTimestamp != nil {
+			return fmt.Errorf("%s is not a live pod of overflow node %s: %w", id, p.node, provider.ErrNotFound)
+		}
+		switch remote.Labels[LabelPodUID] {
+		case string(ref.UID):
+			return nil
+		case string(victim):
+		default:
+			return fmt.Errorf("%s runs pod %s already: %w", id, remote.Labels[LabelPodUID], provider.ErrNotFound)
+		}
+		if remote.Annotations == nil {
+			remote.Annotations = map[string]string{}
+		}
+		remote.Labels[LabelPodUID] = string(ref.UID)
+		remote.Annotations[AnnotationPodNS], remote.Annotations[AnnotationPodNam] = ref.Namespace, ref.Name
+		_, err = p.client.CoreV1().Pods(p.namespace).Update(ctx, remote, metav1.UpdateOptions{})
 		return err
-	}
-	if remote.Labels[LabelNode] != p.node || remote.Labels[LabelManagedBy] != ManagedBy || remote.DeletionTimestamp != nil {
-		return fmt.Errorf("%s is not a live pod of overflow node %s: %w", id, p.node, provider.ErrNotFound)
-	}
-	if remote.Annotations == nil {
-		remote.Annotations = map[string]string{}
-	}
-	remote.Labels[LabelPodUID] = string(ref.UID)
-	remote.Annotations[AnnotationPodNS], remote.Annotations[AnnotationPodNam] = ref.Namespace, ref.Name
-	// An update, not a patch: the resourceVersion makes a concurrent
-	// change (another adopter) a conflict, not a silent overwrite.
-	_, err = p.client.CoreV1().Pods(p.namespace).Update(ctx, remote, metav1.UpdateOptions{})
-	return err
+	})
 }
 
 // Delete deletes the remote pod and the copies it reads (which the remote
