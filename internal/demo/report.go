@@ -41,7 +41,7 @@ func writeReport(file string, d *demo, storyErr error) error {
 	overflowChart := plot.LineChart{Title: "Production pods on the overflow node", XLabel: "seconds", YLabel: "pods",
 		Series: []plot.Series{{Name: "pods on " + overflowNode, Points: overflowPods}}}
 	readyChart := plot.LineChart{Title: "Production replicas Ready (all Deployments)", XLabel: "seconds", YLabel: "replicas",
-		Series: []plot.Series{{Name: "Ready", Points: readyS}}}
+		Series: []plot.Series{{Name: "Ready", Points: changes(readyS)}}}
 	placement := d.placementChart()
 
 	var b strings.Builder
@@ -112,6 +112,18 @@ func writeReport(file string, d *demo, storyErr error) error {
 	}
 	b.WriteString("</pre></body></html>\n")
 	return os.WriteFile(file, []byte(b.String()), 0o644)
+}
+
+// changes keeps the points where a series changes (and its ends): the
+// same line, without a marker every half second.
+func changes(points []plot.Point) []plot.Point {
+	var out []plot.Point
+	for i, p := range points {
+		if i == 0 || i == len(points)-1 || p.Y != points[i-1].Y || p.Y != points[i+1].Y {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // placementChart colours each node by what ran there while the gang ran.
