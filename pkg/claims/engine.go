@@ -603,8 +603,8 @@ func warmth(c *v1alpha1.ResearchClaim, pod *v1.Pod, warms bool, now time.Time) (
 		return "", false
 	}
 	if !warms {
-		// Not sluice's overflow node, or one that cannot read the
-		// claims: nothing would ever warm it.
+		// Not sluice's overflow node, or one older than
+		// make-before-break: nothing would ever warm it.
 		return "", false
 	}
 	ready, final, msg, _ := offer.Warm(pod)

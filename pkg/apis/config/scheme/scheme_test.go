@@ -69,6 +69,10 @@ func TestDefaults(t *testing.T) {
 			Return: &config.ReturnConfig{Enabled: true, HysteresisSeconds: 120, MaxPodsPerWave: 10, MinWaveIntervalSeconds: 30, PollIntervalSeconds: 5,
 				WaveTimeoutSeconds: 300},
 		}},
+		// A claim timeout below 600 s takes a warm timeout below it: half.
+		{"a short claim timeout halves the warm timeout", "OverflowPreemptionArgs", "claims: {waveTimeoutSeconds: 180}\n", &config.OverflowPreemptionArgs{
+			Claims: &config.ClaimsConfig{WaveTimeoutSeconds: 180, ReplacementTimeoutSeconds: 300, RetryBackoffSeconds: 30, DefaultMaxUnavailable: intstr.FromString("25%"), MakeBeforeBreak: true, WarmTimeoutSeconds: 90},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

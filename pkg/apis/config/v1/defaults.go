@@ -157,6 +157,8 @@ func SetDefaults_ClaimsConfig(obj *ClaimsConfig) {
 		obj.MakeBeforeBreak = ptr.To(true)
 	}
 	if obj.WarmTimeoutSeconds == nil {
-		obj.WarmTimeoutSeconds = ptr.To[int64](300)
+		// Below the claim timeout, whatever that is: half of it, at
+		// most 300.
+		obj.WarmTimeoutSeconds = ptr.To(max(min(300, *obj.WaveTimeoutSeconds/2), 1))
 	}
 }

@@ -198,7 +198,8 @@ type ClaimsConfig struct {
 	MakeBeforeBreak *bool `json:"makeBeforeBreak,omitempty"`
 	// WarmTimeoutSeconds: a victim whose warm instance is not Ready this
 	// long after its claim began is evicted without one. Must be below
-	// waveTimeoutSeconds. Default: 300.
+	// waveTimeoutSeconds. Default: 300, or half of waveTimeoutSeconds
+	// when that is below 600.
 	WarmTimeoutSeconds *int64 `json:"warmTimeoutSeconds,omitempty"`
 }
 
