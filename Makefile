@@ -88,7 +88,11 @@ soak:
 	SLUICE_SOAK_CYCLES=$(SOAK_CYCLES) $(GO) test -count=1 -timeout 90m -v -run 'TestSoak$$' ./test/integration/overflow/
 
 # Each fuzz target runs briefly; their seed corpora also run in `unit`.
-FUZZTIME ?= 10s
+# A count, not a duration: with a duration, Go 1.26's fuzz coordinator can
+# fail a target with a bare "context deadline exceeded" at the deadline
+# when a worker is slow to stop on a loaded machine (go.dev/issue/75804,
+# fixed in Go 1.27; seen here on FuzzDecodeNodes with 0 execs/sec for 5 s).
+FUZZTIME ?= 30000x
 FUZZ_PKGS := ./pkg/slurm/ ./internal/traces/
 fuzz:
 	@for pkg in $(FUZZ_PKGS); do \
