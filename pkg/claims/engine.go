@@ -527,9 +527,17 @@ func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state,
 	logger := klog.FromContext(ctx)
 	taken := map[string]int{}
 	evicted := 0
+	// Whether each target node warms, read once a pass (thousands of
+	// victims share a few overflow nodes).
+	warms := map[string]bool{}
 	for _, v := range st.pending {
 		pod := st.pods[v.UID]
-		cold, wait := warmth(c, pod, e.warms(v.Target.Node), now)
+		w, ok := warms[v.Target.Node]
+		if !ok {
+			w = e.warms(v.Target.Node)
+			warms[v.Target.Node] = w
+		}
+		cold, wait := warmth(c, pod, w, now)
 		if wait {
 			st.blocked.add(waitingWarm+v.Target.Node, v)
 			continue

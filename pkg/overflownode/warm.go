@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
+	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
@@ -31,8 +32,10 @@ import (
 // pkg/overflow/offer). The node starts one for every victim of a live
 // make-before-break claim that targets it and is not evicted yet, reports
 // it on the victim (offer.WarmCondition), lets the victim's replacement
-// adopt it, and deletes those no claim wants any more or no replacement
-// adopted within the warm TTL. What it knows is in the claims and the
+// adopt it, and deletes those whose victim still runs but no claim wants
+// any more, and those no replacement adopted within the warm TTL (an
+// evicted victim's is kept for its replacement also after its claim
+// ends). What it knows is in the claims and the
 // providers' listings, so a restarted node picks up where it stopped.
 
 // warmWorkers is how many warm instances are started at once.
@@ -74,7 +77,7 @@ func (n *Node) wantedWarm() (map[types.UID]warmWant, bool) {
 	}
 	out := map[types.UID]warmWant{}
 	for _, c := range src.List() {
-		if c.Status.Phase == v1alpha1.PhaseGivenUp || !c.Spec.MakeBeforeBreak {
+		if !claims.Live(c) || !c.Spec.MakeBeforeBreak {
 			continue
 		}
 		replaced := sets.New(c.Status.Replaced...)
@@ -349,7 +352,6 @@ func (n *Node) adoptWarm(ctx context.Context, pod *v1.Pod) *remote {
 	if owner == "" {
 		return nil
 	}
-	want, _ := n.wantedWarm()
 	hash, now := offer.TemplateHash(pod), n.now()
 	n.mu.Lock()
 	var mine []*remote
@@ -364,6 +366,10 @@ func (n *Node) adoptWarm(ctx context.Context, pod *v1.Pod) *remote {
 		mine = append(mine, r)
 	}
 	n.mu.Unlock()
+	if len(mine) == 0 {
+		return nil // the common case: read no claims for it
+	}
+	want, _ := n.wantedWarm()
 	// Ready ones first, then those whose eviction a claim recorded, then
 	// by id.
 	sort.Slice(mine, func(i, j int) bool {
