@@ -124,7 +124,7 @@ BENCH_SCALE ?= 1
 BENCH_REPS ?= 3
 BENCH_CASES ?= .*
 BENCH_TIMEOUT ?= 300m
-bench: $(BIN)/etcd tools
+bench: $(BIN)/etcd build tools
 	@rm -rf $(BENCH_DIR) && mkdir -p $(BENCH_DIR)
 	$(GO) test -c -o $(BENCH_DIR)/bench.test ./test/bench
 	@echo "bench: label $(BENCH_LABEL), scale $(BENCH_SCALE), $(BENCH_REPS) repetitions; scheduler_perf's output in $(BENCH_DIR)/bench.log"

@@ -312,7 +312,7 @@ type dataItem struct {
 
 // variants are the workload-name suffixes that name a variant.
 func variants() []string {
-	return []string{"default", "GangScheduling", "TopologyPlacement", "sluice", "ceiling"}
+	return []string{"default", "GangScheduling", "TopologyPlacement", "sluice", "breakBeforeMake", "ceiling"}
 }
 
 // splitName takes "BenchmarkPerfScheduling/<case>.r<rep>.<config>/<workload>/..."

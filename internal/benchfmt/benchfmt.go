@@ -6,6 +6,8 @@
 // drift.
 package benchfmt
 
+import "github.com/sluice-sched/sluice/internal/availability"
+
 // The files, in the bench's output directory.
 const (
 	// UsageFile holds []Usage.
@@ -16,6 +18,8 @@ const (
 	RunFile = "sluice-run.json"
 	// PlacementFile holds []Placement.
 	PlacementFile = "sluice-placement.json"
+	// AvailabilityFile holds []Availability.
+	AvailabilityFile = "sluice-availability.json"
 )
 
 // Usage is one workload's process usage: the CPU seconds the test process
@@ -63,4 +67,28 @@ type GangSpread struct {
 	Spines     float64 `json:"spines"`
 	LowerBound float64 `json:"lowerBound"`
 	AtBound    int     `json:"atBound"`
+}
+
+// Availability is what one ResearchClaim workload measured of production
+// while research claimed its GPUs and gave them back.
+type Availability struct {
+	Workload string `json:"workload"`
+	// RemoteStartSeconds is how long the provider took to start a
+	// workload.
+	RemoteStartSeconds float64 `json:"remoteStartSeconds"`
+	// ClaimSeconds runs from the first ResearchClaim to every gang pod
+	// Running; ReturnSeconds from the gang's end to every replica serving
+	// again with none left on the overflow node.
+	ClaimSeconds  float64 `json:"claimSeconds"`
+	ReturnSeconds float64 `json:"returnSeconds"`
+	// Deployments are each Deployment's figures during both.
+	Deployments []DeploymentAvailability `json:"deployments"`
+}
+
+// DeploymentAvailability is one Deployment's during a claim and its
+// return.
+type DeploymentAvailability struct {
+	Name   string               `json:"name"`
+	Claim  availability.Figures `json:"claim"`
+	Return availability.Figures `json:"return"`
 }

@@ -27,6 +27,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/kubernetes/pkg/scheduler"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -38,6 +39,7 @@ import (
 	"github.com/sluice-sched/sluice/internal/benchfmt"
 	"github.com/sluice-sched/sluice/internal/kcm"
 	"github.com/sluice-sched/sluice/internal/nodesim"
+	"github.com/sluice-sched/sluice/pkg/overflownode"
 	"github.com/sluice-sched/sluice/pkg/registry"
 )
 
@@ -45,9 +47,10 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	var mu sync.Mutex
 	var usage []benchfmt.Usage
 	var placements []benchfmt.Placement
+	var avail []benchfmt.Availability
 	var recording sync.WaitGroup
 	dir := dataDir()
-	pods, err := writeWorkloads("performance-config.yaml", generatedWorkloads, scale, reps)
+	workloads, err := writeWorkloads("performance-config.yaml", generatedWorkloads, scale, reps)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,6 +67,14 @@ func BenchmarkPerfScheduling(b *testing.B) {
 			if err := startClusterParts(tCtx); err != nil {
 				return err
 			}
+			name := strings.TrimPrefix(tCtx.Name(), b.Name()+"/")
+			if err := startClaimCase(tCtx, workloads[name], func(a benchfmt.Availability) {
+				mu.Lock()
+				defer mu.Unlock()
+				avail = append(avail, a)
+			}); err != nil {
+				return err
+			}
 			if !strings.Contains(tCtx.Name(), placementCase) {
 				return nil
 			}
@@ -76,12 +87,15 @@ func BenchmarkPerfScheduling(b *testing.B) {
 			})
 		}),
 		perf.WithNodeUpdateFn(func(tCtx ktesting.TContext, _ *scheduler.Scheduler, _ *perf.Workload, _ *v1.NodeList) error {
-			return waitProductionReady(tCtx)
+			if err := waitProductionReady(tCtx); err != nil {
+				return err
+			}
+			return nodesReady(tCtx)
 		}),
 		perf.WithPreRunFn(func(tCtx ktesting.TContext, w *perf.Workload) (func(), error) {
 			name := strings.TrimPrefix(tCtx.Name(), b.Name()+"/")
 			clear(outOfTree)
-			if caseConfig(name) == configSluice {
+			if cfg := caseConfig(name); cfg == configSluice || cfg == configBBM {
 				maps.Copy(outOfTree, sluice)
 			}
 			done := progress.start(name)
@@ -89,7 +103,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 			cpu0, start := cpuSeconds(), time.Now()
 			return func() {
 				u := benchfmt.Usage{Workload: tCtx.Name(), CPUSeconds: cpuSeconds() - cpu0, Seconds: time.Since(start).Seconds(), MaxRSSMiB: peakRSSMiB()}
-				u.Pods = pods[name]
+				u.Pods = workloads[name].Pods
 				done(tCtx.Failed())
 				mu.Lock()
 				defer mu.Unlock()
@@ -111,6 +125,12 @@ func BenchmarkPerfScheduling(b *testing.B) {
 		b.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, benchfmt.PlacementFile), data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if data, err = json.MarshalIndent(avail, "", "  "); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, benchfmt.AvailabilityFile), data, 0o644); err != nil {
 		b.Fatal(err)
 	}
 	// The report lists these plugins' latencies apart.
@@ -241,7 +261,7 @@ const clusterPartsCase = "/ResearchClaim."
 
 // startClusterParts starts, for clusterPartsCase only, the ReplicaSet,
 // Deployment, StatefulSet and disruption controllers and the node
-// simulator; they stop with the workload.
+// simulator of the physical nodes; they stop with the workload.
 func startClusterParts(tCtx ktesting.TContext) error {
 	if !strings.Contains(tCtx.Name(), clusterPartsCase) {
 		return nil
@@ -249,7 +269,9 @@ func startClusterParts(tCtx ktesting.TContext) error {
 	if _, err := kcm.Start(tCtx, tCtx.RESTConfig(), kcm.Set{Workloads: true}); err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
-	if _, err := nodesim.Start(tCtx, tCtx.Client(), nodesim.Options{}); err != nil {
+	// The overflow node is served by the real one (claim_test.go).
+	skip := labels.SelectorFromSet(labels.Set{overflownode.LabelType: overflownode.TypeValue})
+	if _, err := nodesim.Start(tCtx, tCtx.Client(), nodesim.Options{Skip: skip}); err != nil {
 		return fmt.Errorf("node simulator: %w", err)
 	}
 	return nil

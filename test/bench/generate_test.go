@@ -43,7 +43,7 @@ func TestFlagsReachTheBench(t *testing.T) {
 func TestWriteWorkloads(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "expanded.yaml")
 	const reps = 3
-	pods, err := writeWorkloads("performance-config.yaml", out, 0.5, reps)
+	info, err := writeWorkloads("performance-config.yaml", out, 0.5, reps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +73,16 @@ func TestWriteWorkloads(t *testing.T) {
 	}
 	read("performance-config.yaml", &source)
 	read(out, &expanded)
+	wantConfig := map[string]string{} // "<case>/<workload>" -> configuration
+	for _, c := range source {
+		for _, w := range c.Workloads {
+			cfg, err := workloadConfig(w.Params)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", c.Name, w.Name, err)
+			}
+			wantConfig[c.Name+"/"+w.Name] = cfg
+		}
+	}
 
 	runs := map[string]int{}         // "<case>/<workload>" -> repetitions
 	order := map[string][][]string{} // case -> configurations per repetition
@@ -93,13 +103,17 @@ func TestWriteWorkloads(t *testing.T) {
 		}
 		order[f[0]][rep-1] = append(order[f[0]][rep-1], f[2])
 		for _, w := range c.Workloads {
-			name, _ := w.Params["schedulerName"].(string)
-			if got := configOf(name); got != f[2] {
-				t.Errorf("%s/%s (schedulerName %q) is in a case of the %s configuration, want %s", c.Name, w.Name, name, f[2], got)
+			if want := wantConfig[f[0]+"/"+w.Name]; want != f[2] {
+				t.Errorf("%s/%s is in a case of the %s configuration, want %s", c.Name, w.Name, f[2], want)
+			}
+			for _, p := range []string{configParam, remoteStartParam} {
+				if _, ok := w.Params[p]; ok {
+					t.Errorf("%s/%s: parameter %s reaches scheduler_perf, which refuses parameters no operation uses", c.Name, w.Name, p)
+				}
 			}
 			runs[f[0]+"/"+w.Name]++
-			if _, ok := pods[c.Name+"/"+w.Name]; !ok {
-				t.Errorf("no pod count for %s/%s", c.Name, w.Name)
+			if _, ok := info[c.Name+"/"+w.Name]; !ok {
+				t.Errorf("no workload info for %s/%s", c.Name, w.Name)
 			}
 		}
 		plugins := c.MetricsCollectorConfig.Metrics["scheduler_plugin_execution_duration_seconds"]
@@ -124,6 +138,14 @@ func TestWriteWorkloads(t *testing.T) {
 			if len(seen) != min(len(reps), len(reps[0])) {
 				t.Errorf("%s: configurations by repetition %v: place %d is always taken by the same", c.Name, reps, i)
 			}
+		}
+	}
+	// The ResearchClaim workloads run with and without make-before-break,
+	// with a remote start delay.
+	for _, cfg := range []string{configSluice, configBBM} {
+		wi, ok := info["ResearchClaim.r1."+cfg+"/smoke_"+cfg]
+		if !ok || wi.RemoteStart <= 0 {
+			t.Errorf("ResearchClaim under %s: %+v (found %v), want a remote start delay", cfg, wi, ok)
 		}
 	}
 	// Sizes of full-size workloads halve; smoke sizes stay.

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	_ "k8s.io/component-base/logs/json/register"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
@@ -70,7 +71,10 @@ func TestMain(m *testing.M) {
 //   - sluice: the shipped manifests/scheduler-config.yaml, both profiles, as
 //     a cluster runs it;
 //   - ceiling: one profile with no Filter or Score plugin: what is left is
-//     the queue, binding and the apiserver, the most this machine can do.
+//     the queue, binding and the apiserver, the most this machine can do;
+//   - breakBeforeMake: sluice's with claims.makeBeforeBreak off, for the
+//     ResearchClaim workload that measures both (a workload names it with
+//     the parameter "config").
 //
 // Every configuration carries the shipped clientConnection; scheduler_perf
 // gives its in-process scheduler QPS and burst 5000 whatever the file says
@@ -79,7 +83,25 @@ const (
 	configStock   = "stock"
 	configSluice  = "sluice"
 	configCeiling = "ceiling"
+	configBBM     = "breakBeforeMake"
 )
+
+// configs are the configurations a workload's "config" parameter may name.
+var configs = []string{configStock, configSluice, configCeiling, configBBM}
+
+// workloadConfig is the configuration a workload runs under: the one its
+// "config" parameter names, else configOf its schedulerName parameter.
+func workloadConfig(params map[string]any) (string, error) {
+	if v, ok := params[configParam]; ok {
+		name, _ := v.(string)
+		if !slices.Contains(configs, name) {
+			return "", fmt.Errorf("params.%s: %v is not one of %v", configParam, v, configs)
+		}
+		return name, nil
+	}
+	name, _ := params["schedulerName"].(string)
+	return configOf(name), nil
+}
 
 // configOf is the configuration a workload runs under, by the scheduler
 // name its pods use (none: sluice's, for cases whose templates name it).
@@ -114,6 +136,11 @@ func writeSchedulerConfigs(shipped string) error {
 	if err != nil {
 		return err
 	}
+	// The return waits seconds, not minutes, before and between its waves,
+	// as in the demo: the ResearchClaim workload measures the return too.
+	if data, err = registry.MergePluginArgs(data, map[string]map[string]any{"OverflowPreemption": {"return": benchReturn}}); err != nil {
+		return fmt.Errorf("%s: %w", shipped, err)
+	}
 	var cfg map[string]any
 	if err := yaml.Unmarshal(data, &cfg); err != nil {
 		return fmt.Errorf("%s: %w", shipped, err)
@@ -126,10 +153,15 @@ func writeSchedulerConfigs(shipped string) error {
 	if err := yaml.Unmarshal([]byte(ceilingProfile), &ceiling); err != nil {
 		return err
 	}
+	bbm, err := profilesWith(data, map[string]any{"makeBeforeBreak": false})
+	if err != nil {
+		return fmt.Errorf("%s: %w", shipped, err)
+	}
 	profiles := map[string][]any{
 		configStock:   {map[string]any{"schedulerName": "default-scheduler"}},
 		configSluice:  sluiceProfiles,
 		configCeiling: {ceiling},
+		configBBM:     bbm,
 	}
 	for name, p := range profiles {
 		gen := map[string]any{"apiVersion": cfg["apiVersion"], "kind": cfg["kind"], "profiles": p}
@@ -148,6 +180,25 @@ func writeSchedulerConfigs(shipped string) error {
 	return nil
 }
 
+// benchReturn are the return controller's settings in the bench's sluice
+// configurations (the shipped waits are 120 s before the first wave and
+// 30 s between waves of 10 pods).
+var benchReturn = map[string]any{"hysteresisSeconds": 5, "minWaveIntervalSeconds": 1, "pollIntervalSeconds": 1, "maxPodsPerWave": 500}
+
+// profilesWith is the profiles of config with the OverflowPreemption
+// plugin's claims args patched.
+func profilesWith(config []byte, claims map[string]any) ([]any, error) {
+	data, err := registry.MergePluginArgs(config, map[string]map[string]any{"OverflowPreemption": {"claims": claims}})
+	if err != nil {
+		return nil, err
+	}
+	var cfg struct{ Profiles []any }
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return nil, err
+	}
+	return cfg.Profiles, nil
+}
+
 // sizeParams are the workload parameters that count nodes, pods or gangs;
 // a gang's size (podsPerGroup) is a shape, not a size, and is kept.
 var sizeParams = map[string]bool{
@@ -156,6 +207,26 @@ var sizeParams = map[string]bool{
 	"gangs0": true, "gangs1": true, "gangs2": true, "gangs3": true,
 	"gangs4": true, "gangs5": true, "gangs6": true,
 }
+
+// workloadInfo is what the bench needs to know of a generated workload
+// beyond what scheduler_perf reads.
+type workloadInfo struct {
+	// Pods is how many pods it creates (churn excluded): the denominator
+	// of CPU seconds per 1,000 pods.
+	Pods int
+	// GangPods is the research gang's size (ResearchClaim only).
+	GangPods int
+	// RemoteStart is how long the overflow node's provider takes to start
+	// a workload (parameter remoteStartSeconds: ResearchClaim only).
+	RemoteStart time.Duration
+}
+
+// Parameters the bench reads and takes out of a workload before
+// scheduler_perf sees it (it refuses parameters no operation uses).
+const (
+	configParam      = "config"
+	remoteStartParam = "remoteStartSeconds"
+)
 
 // writeWorkloads writes the performance configuration expanded for the run:
 // each case becomes one case per repetition and configuration, named
@@ -168,9 +239,9 @@ var sizeParams = map[string]bool{
 // each repetition), so a slow start or a warm cache favours no variant. The
 // sizes of the full-size workloads are multiplied by factor, and every case
 // collects scheduler_perf's default metrics with sluice's plugins added to
-// the per-plugin ones. It returns the pods each workload creates, by
+// the per-plugin ones. It returns what the bench needs of each workload, by
 // "<generated case>/<workload>".
-func writeWorkloads(in, out string, factor float64, reps int) (map[string]int, error) {
+func writeWorkloads(in, out string, factor float64, reps int) (map[string]workloadInfo, error) {
 	if factor <= 0 {
 		return nil, fmt.Errorf("-sluice-scale must be positive, got %v", factor)
 	}
@@ -185,13 +256,14 @@ func writeWorkloads(in, out string, factor float64, reps int) (map[string]int, e
 	if err := yaml.Unmarshal(data, &cases); err != nil {
 		return nil, fmt.Errorf("%s: %w", in, err)
 	}
-	pods := map[string]int{}
+	info := map[string]workloadInfo{}
 	var expanded []map[string]any
 	for _, c := range cases {
 		if _, ok := c["schedulerConfigPath"]; ok {
-			return nil, fmt.Errorf("%s: case %v sets schedulerConfigPath: the configuration follows each workload's schedulerName", in, c["name"])
+			return nil, fmt.Errorf("%s: case %v sets schedulerConfigPath: the configuration follows each workload's schedulerName or config parameter", in, c["name"])
 		}
 		byConfig := map[string][]any{}
+		byName := map[string]workloadInfo{}
 		var order []string
 		workloads, _ := c["workloads"].([]any)
 		for _, w := range workloads {
@@ -204,8 +276,22 @@ func writeWorkloads(in, out string, factor float64, reps int) (map[string]int, e
 					}
 				}
 			}
-			name, _ := params["schedulerName"].(string)
-			cfg := configOf(name)
+			cfg, err := workloadConfig(params)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v/%v: %w", in, c["name"], wl["name"], err)
+			}
+			gang, _ := params["gangPods"].(float64)
+			wi := workloadInfo{Pods: podsOf(params), GangPods: int(gang)}
+			if v, ok := params[remoteStartParam]; ok {
+				secs, ok := v.(float64)
+				if !ok || secs < 0 {
+					return nil, fmt.Errorf("%s: %v/%v: params.%s: want a number of seconds, got %v", in, c["name"], wl["name"], remoteStartParam, v)
+				}
+				wi.RemoteStart = time.Duration(secs * float64(time.Second))
+				delete(params, remoteStartParam)
+			}
+			delete(params, configParam)
+			byName[fmt.Sprint(wl["name"])] = wi
 			if _, seen := byConfig[cfg]; !seen {
 				order = append(order, cfg)
 			}
@@ -224,9 +310,8 @@ func writeWorkloads(in, out string, factor float64, reps int) (map[string]int, e
 				gen["workloads"] = byConfig[cfg]
 				gen["metricsCollectorConfig"] = collect
 				for _, w := range byConfig[cfg] {
-					wl := w.(map[string]any)
-					params, _ := wl["params"].(map[string]any)
-					pods[fmt.Sprintf("%v/%v", gen["name"], wl["name"])] = podsOf(params)
+					name := fmt.Sprint(w.(map[string]any)["name"])
+					info[fmt.Sprintf("%v/%v", gen["name"], name)] = byName[name]
 				}
 				expanded = append(expanded, gen)
 			}
@@ -237,7 +322,7 @@ func writeWorkloads(in, out string, factor float64, reps int) (map[string]int, e
 		return nil, err
 	}
 	header := fmt.Sprintf("# Generated by test/bench from %s with -sluice-scale=%v -sluice-reps=%d; do not edit.\n", in, factor, reps)
-	return pods, os.WriteFile(out, append([]byte(header), body...), 0o644)
+	return info, os.WriteFile(out, append([]byte(header), body...), 0o644)
 }
 
 // metricsConfig is scheduler_perf's default metrics collection with

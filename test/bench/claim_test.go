@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/test/utils/client-go/ktesting"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sluice-sched/sluice/internal/availability"
+	"github.com/sluice-sched/sluice/internal/benchfmt"
+	"github.com/sluice-sched/sluice/internal/localcluster"
+	"github.com/sluice-sched/sluice/pkg/claims"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
+	"github.com/sluice-sched/sluice/pkg/overflownode"
+	"github.com/sluice-sched/sluice/test/harness"
+	"github.com/sluice-sched/sluice/test/providerserver"
+)
+
+// The namespaces of the ResearchClaim case (performance-config.yaml).
+const (
+	productionNS = "production-0"
+	researchNS   = "research-0"
+)
+
+// A claim run goes through these states, each entered at an event its
+// informers saw.
+type claimState int
+
+const (
+	claimIdle      claimState = iota // production runs, no claim yet
+	claimClaiming                    // a ResearchClaim exists, the gang is not all Running
+	claimClaimed                     // the gang runs
+	claimReturning                   // the gang ended; production is not all back
+	claimReturned                    // every replica serves on a physical node again
+)
+
+// claimRun follows one ResearchClaim workload: the overflow node it
+// starts, and, at every pod, Deployment and claim event, each
+// Deployment's serving replicas, the claim (from the first ResearchClaim
+// to every gang pod Running) and the return (from the gang's end until
+// every replica serves again and none is left on the overflow node).
+type claimRun struct {
+	tracker     *availability.Tracker
+	remoteStart time.Duration
+	gangPods    int
+
+	mu         sync.Mutex
+	state      claimState
+	running    map[string]bool // research pods Running
+	research   map[string]bool // research pods not being deleted
+	onOverflow map[string]bool // production pods bound to the overflow node, not being deleted
+	claims     int
+	times      [claimReturned + 1]time.Time // when each state was entered
+}
+
+// The overflow node the bench runs (its default name).
+const overflowNodeName = overflownode.DefaultNodeName
+
+// startClaimRun starts following the workload of tCtx; its informers stop
+// with tCtx.
+func startClaimRun(tCtx ktesting.TContext, wi workloadInfo) (*claimRun, error) {
+	r := &claimRun{tracker: availability.New(nil), remoteStart: wi.RemoteStart, gangPods: wi.GangPods,
+		running: map[string]bool{}, research: map[string]bool{}, onOverflow: map[string]bool{}}
+	factory := informers.NewSharedInformerFactory(tCtx.Client(), 0)
+	pods := factory.Core().V1().Pods().Informer()
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.pod(o, false) },
+		UpdateFunc: func(_, o any) { r.pod(o, false) },
+		DeleteFunc: func(o any) { r.pod(o, true) },
+	}); err != nil {
+		return nil, err
+	}
+	deployments := factory.Apps().V1().Deployments().Informer()
+	if _, err := deployments.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    r.deployment,
+		UpdateFunc: func(_, o any) { r.deployment(o) },
+	}); err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(tCtx.RESTConfig())
+	if err != nil {
+		return nil, err
+	}
+	store := claims.NewStore(tCtx, dyn, tCtx.Client().Discovery())
+	store.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { r.claim(+1) },
+		DeleteFunc: func(any) { r.claim(-1) },
+	})
+	factory.Start(tCtx.Done())
+	if !cache.WaitForCacheSync(tCtx.Done(), pods.HasSynced, deployments.HasSynced) {
+		return nil, tCtx.Err()
+	}
+	return r, nil
+}
+
+func (r *claimRun) deployment(obj any) {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok || d.Namespace != productionNS {
+		return
+	}
+	r.tracker.Want(d.Spec.Template.Labels["app"], int(ptr.Deref(d.Spec.Replicas, 1)))
+	r.step()
+}
+
+func (r *claimRun) pod(obj any, gone bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	p, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	key := p.Namespace + "/" + p.Name
+	live := !gone && p.DeletionTimestamp == nil
+	switch p.Namespace {
+	case productionNS:
+		r.tracker.Observe(p.Labels["app"], key, !gone && availability.Serving(p))
+		r.mu.Lock()
+		setIf(r.onOverflow, key, live && p.Spec.NodeName == overflowNodeName)
+		r.mu.Unlock()
+	case researchNS:
+		r.mu.Lock()
+		setIf(r.research, key, live)
+		setIf(r.running, key, live && p.Status.Phase == v1.PodRunning)
+		r.mu.Unlock()
+	default:
+		return
+	}
+	r.step()
+}
+
+func (r *claimRun) claim(delta int) {
+	r.mu.Lock()
+	r.claims += delta
+	r.mu.Unlock()
+	r.step()
+}
+
+// step moves to the next state when the cluster has reached it.
+func (r *claimRun) step() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	enter := func(s claimState, phase string) {
+		r.state, r.times[s] = s, time.Now()
+		r.tracker.SetPhase(phase)
+	}
+	switch r.state {
+	case claimIdle:
+		if r.claims > 0 {
+			enter(claimClaiming, "claim")
+		}
+	case claimClaiming:
+		if len(r.running) >= r.gangPods {
+			enter(claimClaimed, "")
+		}
+	case claimClaimed:
+		if len(r.research) < r.gangPods {
+			enter(claimReturning, "return")
+		}
+	case claimReturning:
+		if len(r.research) == 0 && len(r.onOverflow) == 0 && r.claims == 0 && r.tracker.AllReady() {
+			enter(claimReturned, "")
+		}
+	}
+}
+
+// startOverflowNode runs bin/sluice-overflow-node (on PATH: `make bench`
+// builds it) for the home cluster of tCtx, in front of an HTTP provider
+// whose workloads take the workload's remote start to run, and returns
+// once the node is Ready and offers warm instances. Both stop at the end
+// of the workload.
+func (r *claimRun) startOverflowNode(tCtx ktesting.TContext) error {
+	bin, err := exec.LookPath("sluice-overflow-node")
+	if err != nil {
+		return fmt.Errorf("the ResearchClaim workload runs the real overflow node: %w (`make bench` builds it into bin/)", err)
+	}
+	srv := providerserver.Start(providerserver.Options{StartDelay: r.remoteStart,
+		Capacity: map[string]string{"nvidia.com/gpu": "100000", "cpu": "100000", "memory": "1000Ti"}})
+	tCtx.Cleanup(srv.Close)
+	dir := tCtx.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := localcluster.WriteKubeconfig(tCtx.RESTConfig(), kubeconfig); err != nil {
+		return err
+	}
+	cfg := overflownode.Config{APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: overflowNodeName,
+		MaxPods:           ptr.To[int32](100000),
+		ReconcileInterval: &metav1.Duration{Duration: time.Second},
+		Providers:         []overflownode.ProviderConfig{{Name: "cloud", Type: overflownode.TypeHTTP, HTTP: &overflownode.HTTPProvider{URL: srv.URL}}},
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(dir, "overflow-node.yaml")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return err
+	}
+	tb, ok := tCtx.TB().(testing.TB)
+	if !ok {
+		return fmt.Errorf("the workload's %T is not a testing.TB", tCtx.TB())
+	}
+	p := harness.StartProcess(tb, "sluice-overflow-node", bin, "--config="+file, "--kubeconfig="+kubeconfig, "--metrics-bind-address=")
+	var last string
+	err = wait.PollUntilContextTimeout(tCtx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-p.Exited():
+			return false, fmt.Errorf("sluice-overflow-node exited; its log: %s", p.Log)
+		default:
+		}
+		n, err := tCtx.Client().CoreV1().Nodes().Get(ctx, overflowNodeName, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		o, err := offer.Of(n, true)
+		last = fmt.Sprintf("offer %+v (%v)", o, err)
+		return err == nil && o.Warm && nodeReady(n), nil
+	})
+	if err != nil {
+		return fmt.Errorf("overflow node %s Ready with warm instances: %s: %w", overflowNodeName, last, err)
+	}
+	return nil
+}
+
+// finish waits until production is back and returns the figures.
+func (r *claimRun) finish(tCtx ktesting.TContext, workload string) (benchfmt.Availability, error) {
+	err := wait.PollUntilContextTimeout(tCtx, 200*time.Millisecond, 20*time.Minute, true, func(context.Context) (bool, error) {
+		r.step() // AllReady may turn true between events of other kinds
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.state == claimReturned, nil
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		return benchfmt.Availability{}, fmt.Errorf("production did not return: state %d, %d research pods, %d production pods on %s, %d claims: %w",
+			r.state, len(r.research), len(r.onOverflow), overflowNodeName, r.claims, err)
+	}
+	a := benchfmt.Availability{Workload: workload, RemoteStartSeconds: r.remoteStart.Seconds(),
+		ClaimSeconds:  r.times[claimClaimed].Sub(r.times[claimClaiming]).Seconds(),
+		ReturnSeconds: r.times[claimReturned].Sub(r.times[claimReturning]).Seconds()}
+	claim, back := r.tracker.Phase("claim"), r.tracker.Phase("return")
+	for _, w := range r.tracker.Workloads() {
+		a.Deployments = append(a.Deployments, benchfmt.DeploymentAvailability{Name: w, Claim: claim[w], Return: back[w]})
+	}
+	return a, nil
+}
+
+// startClaimCase, for the ResearchClaim case only, follows the workload
+// and hands its figures to done when it ends; the overflow node starts at
+// the first createNodes (nodesReady).
+func startClaimCase(tCtx ktesting.TContext, wi workloadInfo, done func(benchfmt.Availability)) error {
+	if !strings.Contains(tCtx.Name(), clusterPartsCase) {
+		return nil
+	}
+	r, err := startClaimRun(tCtx, wi)
+	if err != nil {
+		return err
+	}
+	claimRuns.Store(tCtx.Name(), &pendingClaim{run: r, done: done})
+	return nil
+}
+
+type pendingClaim struct {
+	run     *claimRun
+	done    func(benchfmt.Availability)
+	started bool
+}
+
+// claimRuns are the running claim workloads' followers by test name.
+var claimRuns sync.Map
+
+// nodesReady runs after each createNodes of a ResearchClaim workload,
+// once production is Ready: it starts the overflow node, and at the end
+// of the workload (a cleanup registered now runs before the node stops)
+// waits for the return and records the figures.
+func nodesReady(tCtx ktesting.TContext) error {
+	v, ok := claimRuns.Load(tCtx.Name())
+	if !ok {
+		return nil
+	}
+	pc := v.(*pendingClaim)
+	if pc.started {
+		return nil
+	}
+	pc.started = true
+	if err := pc.run.startOverflowNode(tCtx); err != nil {
+		return err
+	}
+	tCtx.Cleanup(func() {
+		defer claimRuns.Delete(tCtx.Name())
+		if tCtx.Failed() {
+			return
+		}
+		a, err := pc.run.finish(tCtx, tCtx.Name())
+		if err != nil {
+			tCtx.Errorf("%v", err)
+			return
+		}
+		pc.done(a)
+	})
+	return nil
+}
+
+func setIf(m map[string]bool, key string, on bool) {
+	if on {
+		m[key] = true
+	} else {
+		delete(m, key)
+	}
+}
+
+func nodeReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
