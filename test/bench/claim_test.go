@@ -29,6 +29,7 @@ import (
 	"github.com/sluice-sched/sluice/internal/benchfmt"
 	"github.com/sluice-sched/sluice/internal/localcluster"
 	"github.com/sluice-sched/sluice/pkg/claims"
+	"github.com/sluice-sched/sluice/pkg/overflow"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 	"github.com/sluice-sched/sluice/pkg/overflownode"
 	"github.com/sluice-sched/sluice/test/harness"
@@ -233,7 +234,7 @@ func (r *claimRun) startOverflowNode(tCtx ktesting.TContext) error {
 		}
 		o, err := offer.Of(n, true)
 		last = fmt.Sprintf("offer %+v (%v)", o, err)
-		return err == nil && o.Warm && nodeReady(n), nil
+		return err == nil && o.Warm && overflow.NodeReady(n), nil
 	})
 	if err != nil {
 		return fmt.Errorf("overflow node %s Ready with warm instances: %s: %w", overflowNodeName, last, err)
@@ -327,13 +328,4 @@ func setIf(m map[string]bool, key string, on bool) {
 	} else {
 		delete(m, key)
 	}
-}
-
-func nodeReady(n *v1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
