@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/dynamic"
@@ -33,6 +34,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/overflow"
 	"github.com/sluice-sched/sluice/pkg/returns"
 	"github.com/sluice-sched/sluice/pkg/slurm"
+	"github.com/sluice-sched/sluice/pkg/slurmdrain"
 )
 
 // Runtime is one scheduler's sluice: the facts its configuration states
@@ -74,6 +76,8 @@ type Runtime struct {
 	budgets      *overflow.Budgets
 	engine       *claims.Engine
 	returns      *returns.Controller
+	// drains drains Slurm nodes Kubernetes takes away (nil: off).
+	drains *slurmdrain.Controller
 	// handles are the profiles' framework handles, by profile name (the
 	// first plugin of each that declared itself); fits the return
 	// controller's fit checks built from them; profiles the scheduler's
@@ -205,8 +209,14 @@ func (rt *Runtime) build() error {
 		return fmt.Errorf("%s: %w", orPath(rt.stated.overflow.path, "overflow"), err)
 	}
 	if slurmCfg.Endpoint != "" {
-		if rt.slurmView, err = startSlurm(ctx, &slurmCfg, v1.ResourceName(rt.fabricCfg.GPUResourceName)); err != nil {
+		var client *slurm.Client
+		if rt.slurmView, client, err = startSlurm(ctx, &slurmCfg, v1.ResourceName(rt.fabricCfg.GPUResourceName)); err != nil {
 			return fmt.Errorf("%s: %w", rt.stated.slurm.path.Child("endpoint"), err)
+		}
+		if d := slurmCfg.Drain; d != nil && d.Enabled {
+			if rt.drains, err = buildDrains(d, client, rt.slurmView, h); err != nil {
+				return fmt.Errorf("%s.drain: %w", orPath(rt.stated.slurm.path, "slurm"), err)
+			}
 		}
 	}
 	labels, err := gang.NewPodGroups(ctx, h.ClientSet(), h.KubeConfig())
@@ -266,14 +276,32 @@ func fabricSource(cfg *config.FabricConfig, slurmNameLabel string) (fabric.Sourc
 	return nil, fmt.Errorf("fabric source %q is not supported", cfg.Source)
 }
 
-func startSlurm(ctx context.Context, cfg *config.SlurmConfig, gpu v1.ResourceName) (*slurm.View, error) {
+// buildDrains builds the controller that drains Slurm nodes Kubernetes
+// takes away, writing through scontrol when one is configured and through
+// slurmrestd otherwise.
+func buildDrains(cfg *config.SlurmDrainConfig, client *slurm.Client, view *slurm.View, h fwk.Handle) (*slurmdrain.Controller, error) {
+	var writer slurm.NodeWriter = client
+	if cfg.Scontrol != "" {
+		writer = slurm.Scontrol{Path: cfg.Scontrol}
+	}
+	slurmd, err := labels.Parse(cfg.SlurmdPodSelector)
+	if err != nil {
+		return nil, fmt.Errorf("slurmdPodSelector: %w", err)
+	}
+	return slurmdrain.New(slurmdrain.Config{
+		Informers: h.SharedInformerFactory(), View: view, Writer: writer, SlurmdPods: slurmd,
+		WritesPerSecond: cfg.WritesPerSecond, Recorder: h.EventRecorder(),
+	}), nil
+}
+
+func startSlurm(ctx context.Context, cfg *config.SlurmConfig, gpu v1.ResourceName) (*slurm.View, *slurm.Client, error) {
 	client, err := slurm.NewClient(slurm.ClientConfig{
 		Endpoint: cfg.Endpoint, APIVersion: cfg.APIVersion, User: cfg.User, TokenFile: cfg.TokenFile,
 		CAFile: cfg.CAFile, ServerName: cfg.ServerName, InsecureSkipVerify: cfg.InsecureSkipTLSVerify,
 		Timeout: time.Duration(cfg.RequestTimeoutSeconds) * time.Second,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	interval := time.Duration(cfg.PollIntervalSeconds) * time.Second
 	cache := slurm.NewCache(client, slurm.CacheConfig{Interval: interval})
@@ -288,7 +316,7 @@ func startSlurm(ctx context.Context, cfg *config.SlurmConfig, gpu v1.ResourceNam
 		GPUResource:      gpu,
 	})
 	cache.Start(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("endpoint", cfg.Endpoint)), interval)
-	return view, nil
+	return view, client, nil
 }
 
 // sealedField reads a field set by Seal; before a successful seal it is
@@ -448,7 +476,8 @@ func (rt *Runtime) pluginConfig(profile string) []schedconfig.PluginConfig {
 // Attach hands the runtime its scheduler's completed configuration, after
 // kube-scheduler's Setup and before its Run: the profiles' plugin args (for
 // the return controller's fit checks), and its leader election. The claim
-// engine and the return controller run only on the replica that leads:
+// engine, the return controller and Slurm drains run only on the replica
+// that leads:
 // without leader election they start now; with it, once this replica
 // first holds the scheduler's own Lease (kube-scheduler exits when it loses
 // it, and its controllers with it).
@@ -463,8 +492,8 @@ func (rt *Runtime) Attach(cc *schedulerserverconfig.CompletedConfig) {
 	cc.LeaderElection.Lock = &leadingLock{Interface: cc.LeaderElection.Lock, lead: rt.StartControllers}
 }
 
-// StartControllers starts the claim engine and the return controller,
-// once; the runtime must be sealed (it is, after kube-scheduler's Setup).
+// StartControllers starts the claim engine, the return controller and
+// Slurm drains, once; the runtime must be sealed (it is, after kube-scheduler's Setup).
 func (rt *Runtime) StartControllers() {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -483,6 +512,9 @@ func (rt *Runtime) startLocked() {
 	}
 	if rt.returns != nil {
 		go rt.returns.Run(rt.ctx)
+	}
+	if rt.drains != nil {
+		go rt.drains.Run(rt.ctx)
 	}
 }
 

@@ -54,7 +54,9 @@ type Cache struct {
 	lastErr   error
 	listeners []func(prev, cur *Snapshot)
 
-	// poll state, used only by the polling goroutine
+	// pollMu serializes polls (the polling goroutine's and Refresh's); it
+	// guards the poll state below.
+	pollMu     sync.Mutex
 	updateTime int64
 	polls      int
 	// missing are the nodes of the snapshot the last answer lacked;
@@ -119,6 +121,8 @@ func (c *Cache) Run(ctx context.Context) {
 // Poll fetches what changed since the last poll (everything on the first
 // poll and every FullRefreshEvery polls) and updates the snapshot.
 func (c *Cache) Poll(ctx context.Context) error {
+	c.pollMu.Lock()
+	defer c.pollMu.Unlock()
 	logger := klog.FromContext(ctx)
 	c.polls++
 	updateTime := c.updateTime

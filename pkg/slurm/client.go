@@ -208,7 +208,17 @@ func (c *Client) readToken() (string, error) {
 
 // get performs a GET and returns status and body (at most 64 MiB).
 func (c *Client) get(ctx context.Context, path string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+path, nil)
+	return c.do(ctx, http.MethodGet, path, nil)
+}
+
+// do performs a request, with a JSON body when body is not nil, and
+// returns status and answer (at most 64 MiB).
+func (c *Client) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	var reader io.Reader
+	if body != nil {
+		reader = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, reader)
 	if err != nil {
 		return 0, nil, &RequestError{Kind: ErrKindConfig, Err: err}
 	}
@@ -223,6 +233,9 @@ func (c *Client) get(ctx context.Context, path string) (int, []byte, error) {
 		}
 	}
 	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		kind := ErrKindUnreachable
@@ -230,14 +243,14 @@ func (c *Client) get(ctx context.Context, path string) (int, []byte, error) {
 		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 			kind = ErrKindTimeout
 		}
-		return 0, nil, &RequestError{Kind: kind, Err: fmt.Errorf("slurmrestd GET %s: %w", path, err)}
+		return 0, nil, &RequestError{Kind: kind, Err: fmt.Errorf("slurmrestd %s %s: %w", method, path, err)}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return resp.StatusCode, nil, &RequestError{Kind: ErrKindUnreachable, Err: fmt.Errorf("slurmrestd GET %s: reading body: %w", path, err)}
+		return resp.StatusCode, nil, &RequestError{Kind: ErrKindUnreachable, Err: fmt.Errorf("slurmrestd %s %s: reading body: %w", method, path, err)}
 	}
-	return resp.StatusCode, body, nil
+	return resp.StatusCode, answer, nil
 }
 
 // versionInPath finds /slurm/v0.0.NN/ in an OpenAPI path.
@@ -250,7 +263,7 @@ func (c *Client) Discover(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := statusError("/openapi/v3", status, body); err != nil {
+	if err := statusError(http.MethodGet, "/openapi/v3", status, body); err != nil {
 		return "", err
 	}
 	var doc struct {
@@ -358,7 +371,7 @@ func (c *Client) Nodes(ctx context.Context, updateTime int64) (NodesResult, erro
 		}
 		return NodesResult{}, errRetryFull
 	}
-	if err := statusError(path, status, body); err != nil {
+	if err := statusError(http.MethodGet, path, status, body); err != nil {
 		return NodesResult{}, err
 	}
 	nodes, lastUpdate, warnings, err := decodeNodes(body)
@@ -370,7 +383,7 @@ func (c *Client) Nodes(ctx context.Context, updateTime int64) (NodesResult, erro
 
 // statusError turns a non-2xx answer into an error that says what
 // slurmrestd said (its "errors" list, or the start of the body).
-func statusError(path string, status int, body []byte) error {
+func statusError(method, path string, status int, body []byte) error {
 	if status >= 200 && status < 300 {
 		return nil
 	}
@@ -385,7 +398,8 @@ func statusError(path string, status int, body []byte) error {
 	}
 	kind := ErrKindServer
 	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNetworkAuthenticationRequired:
+		// 24.11 answers a wrong token with 511.
 		kind = ErrKindAuth
 		detail += " (check the token file and user)"
 	case status < 500:
@@ -398,5 +412,5 @@ func statusError(path string, status int, body []byte) error {
 		// slurmrestd 22.05 answers an invalid or expired token this way.
 		detail += " (slurmrestd 22.05 reports an invalid or expired token like this; check the token file)"
 	}
-	return &RequestError{Kind: kind, Err: fmt.Errorf("slurmrestd GET %s: HTTP %d: %s", path, status, detail)}
+	return &RequestError{Kind: kind, Err: fmt.Errorf("slurmrestd %s %s: HTTP %d: %s", method, path, status, detail)}
 }

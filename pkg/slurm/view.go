@@ -154,6 +154,12 @@ func (v *View) Read(logger klog.Logger) Reading {
 	return Reading{Snap: snap, Stale: true, Why: why}
 }
 
+// Refresh polls slurmrestd now (a changed-since request: cheap when
+// nothing changed), for a writer about to act on what the snapshot says.
+func (v *View) Refresh(ctx context.Context) error {
+	return v.cache.Poll(ctx)
+}
+
 // SlurmName maps a Kubernetes node to its Slurm node.
 func (v *View) SlurmName(node *v1.Node) string {
 	if v.cfg.NodeNameLabel != "" {

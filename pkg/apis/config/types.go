@@ -152,6 +152,25 @@ type SlurmConfig struct {
 	ManagedNodeLabel string
 	// GRESName is the Slurm GRES that counts GPUs.
 	GRESName string
+	// Drain makes Kubernetes taking a node away drain it in Slurm (nil:
+	// off).
+	Drain *SlurmDrainConfig
+}
+
+// SlurmDrainConfig says whether Kubernetes taking a Slurm node away
+// (cordon, NotReady, a NoExecute taint, its slurmd pod being deleted)
+// drains it in Slurm, and how.
+type SlurmDrainConfig struct {
+	// Enabled turns drains on.
+	Enabled bool
+	// SlurmdPodSelector selects the slurmd pods (label selector; empty:
+	// none).
+	SlurmdPodSelector string
+	// Scontrol is the path of scontrol, which writes instead of
+	// slurmrestd (empty: slurmrestd, API v0.0.39 or later).
+	Scontrol string
+	// WritesPerSecond bounds the drains and resumes sent to Slurm.
+	WritesPerSecond int32
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -93,6 +93,20 @@ func SetDefaults_SlurmConfig(obj *SlurmConfig) {
 	if obj.GRESName == nil {
 		obj.GRESName = ptr.To("gpu")
 	}
+	if obj.Drain == nil {
+		obj.Drain = &SlurmDrainConfig{}
+	}
+	if obj.Drain.Enabled == nil {
+		obj.Drain.Enabled = ptr.To(false)
+	}
+	for _, f := range []**string{&obj.Drain.SlurmdPodSelector, &obj.Drain.Scontrol} {
+		if *f == nil {
+			*f = ptr.To("")
+		}
+	}
+	if obj.Drain.WritesPerSecond == nil {
+		obj.Drain.WritesPerSecond = ptr.To[int32](5)
+	}
 }
 
 // Overflow defaults: virtual-kubelet's conventions.

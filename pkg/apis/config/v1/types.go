@@ -135,6 +135,30 @@ type SlurmConfig struct {
 	ManagedNodeLabel *string `json:"managedNodeLabel,omitempty"`
 	// GRESName is the GRES that counts GPUs. Default: gpu.
 	GRESName *string `json:"gresName,omitempty"`
+	// Drain makes Kubernetes taking a node away drain it in Slurm.
+	// Default: off.
+	Drain *SlurmDrainConfig `json:"drain,omitempty"`
+}
+
+// SlurmDrainConfig says whether Kubernetes taking a Slurm node away
+// (cordon, NotReady, a NoExecute taint, its slurmd pod being deleted)
+// drains it in Slurm, with reason "sluice: <why>", and resumes it when the
+// cause clears. Only drains whose reason starts with "sluice:" are ever
+// resumed.
+type SlurmDrainConfig struct {
+	// Enabled turns drains on. Default: false.
+	Enabled *bool `json:"enabled,omitempty"`
+	// SlurmdPodSelector is a label selector of the slurmd pods (slurmd in
+	// pods, e.g. app.kubernetes.io/name=slurmd); a node whose slurmd pod is
+	// being deleted is drained. Default: empty, none.
+	SlurmdPodSelector *string `json:"slurmdPodSelector,omitempty"`
+	// Scontrol is the path of scontrol, which then writes instead of
+	// slurmrestd (Slurm 22.05's API, v0.0.37 and v0.0.38, cannot update
+	// nodes; v0.0.39 and later can). Default: empty, slurmrestd.
+	Scontrol *string `json:"scontrol,omitempty"`
+	// WritesPerSecond bounds how many drains and resumes are sent to
+	// Slurm. Default: 5.
+	WritesPerSecond *int32 `json:"writesPerSecond,omitempty"`
 }
 
 // +k8s:defaulter-gen=true

@@ -9,6 +9,7 @@ package validation
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
@@ -195,6 +196,21 @@ func ValidateSlurmConfig(path *field.Path, c *config.SlurmConfig) field.ErrorLis
 	}
 	if c.GRESName == "" {
 		errs = append(errs, field.Required(path.Child("gresName"), ""))
+	}
+	if d := c.Drain; d != nil {
+		drain := path.Child("drain")
+		if _, err := labels.Parse(d.SlurmdPodSelector); err != nil {
+			errs = append(errs, field.Invalid(drain.Child("slurmdPodSelector"), d.SlurmdPodSelector, err.Error()))
+		}
+		if d.Scontrol != "" && !filepath.IsAbs(d.Scontrol) {
+			errs = append(errs, field.Invalid(drain.Child("scontrol"), d.Scontrol, "must be an absolute path"))
+		}
+		if d.WritesPerSecond <= 0 {
+			errs = append(errs, field.Invalid(drain.Child("writesPerSecond"), d.WritesPerSecond, "must be greater than 0"))
+		}
+		if d.Enabled && c.Endpoint == "" {
+			errs = append(errs, field.Required(path.Child("endpoint"), "drains need Slurm's node state: set the slurmrestd endpoint"))
+		}
 	}
 	return errs
 }
