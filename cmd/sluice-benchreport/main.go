@@ -176,6 +176,11 @@ func (r *Report) check() error {
 						errs = append(errs, fmt.Errorf("%s, repetition %d: the claim did not complete (victims %.0f, waves %.0f, room free after %.1fs)", row.Workload, run.Rep, run.Victims, run.Waves, run.ClaimSeconds))
 					}
 				}
+				if row.Case == "ResearchClaim" && (v.Name == "sluice" || v.Name == "breakBeforeMake") {
+					if err := servingComplete(run.Serving); err != nil {
+						errs = append(errs, fmt.Errorf("%s under %s, repetition %d: %w", row.Workload, v.Name, run.Rep, err))
+					}
+				}
 			}
 		}
 	}
@@ -183,6 +188,25 @@ func (r *Report) check() error {
 		errs = append(errs, errors.New("no ResearchClaim run under sluice"))
 	}
 	return errors.Join(errs...)
+}
+
+// servingComplete says what the bench did not measure of production's
+// serving during a claim and its return.
+func servingComplete(a *benchfmt.Availability) error {
+	switch {
+	case a == nil:
+		return fmt.Errorf("no serving figures (%s has none for it)", benchfmt.AvailabilityFile)
+	case a.ClaimSeconds <= 0 || a.ReturnSeconds <= 0:
+		return fmt.Errorf("serving figures without a claim or a return (claim %.1fs, return %.1fs)", a.ClaimSeconds, a.ReturnSeconds)
+	case len(a.Deployments) == 0:
+		return errors.New("serving figures without a Deployment")
+	}
+	for _, d := range a.Deployments {
+		if d.Claim.Replicas <= 0 || d.Return.Replicas <= 0 {
+			return fmt.Errorf("Deployment %s: no spec.replicas during the claim (%d) or the return (%d)", d.Name, d.Claim.Replicas, d.Return.Replicas)
+		}
+	}
+	return nil
 }
 
 // Run is one repetition of one workload under one variant.
@@ -221,6 +245,10 @@ type Run struct {
 	ClaimSeconds float64 `json:"claimSeconds,omitempty"`
 	Victims      float64 `json:"victims,omitempty"`
 	Waves        float64 `json:"waves,omitempty"`
+	// Serving is what production kept serving while research claimed its
+	// GPUs and gave them back (ResearchClaim under sluice's
+	// configurations: the bench's sluice-availability.json).
+	Serving *benchfmt.Availability `json:"serving,omitempty"`
 }
 
 // Stat is the median and range of one figure over the repetitions.
@@ -429,6 +457,17 @@ func load(dir string) (*Report, error) {
 			}
 		}
 	}
+	if data, err := os.ReadFile(filepath.Join(dir, benchfmt.AvailabilityFile)); err == nil {
+		var as []benchfmt.Availability
+		if err := json.Unmarshal(data, &as); err != nil {
+			return nil, fmt.Errorf("%s: %w", benchfmt.AvailabilityFile, err)
+		}
+		for _, a := range as {
+			if r := get(a.Workload); r != nil {
+				r.Serving = &a
+			}
+		}
+	}
 	rep := &Report{Source: filepath.Base(src)}
 	if data, err := os.ReadFile(filepath.Join(dir, benchfmt.PluginsFile)); err == nil {
 		if err := json.Unmarshal(data, &rep.Plugins); err != nil {
@@ -582,7 +621,70 @@ func (rep *Report) write(w io.Writer) {
 			}
 		}
 	}
+	rep.writeServing(w)
 	fmt.Fprintln(w, "\nEvery variant runs in a scheduler of its own (stock: kube-scheduler's default profile, no out-of-tree plugin registered; sluice: the shipped configuration; ceiling: no Filter or Score plugin), repetitions interleaved in rotated order. Heap is the harness's sampling of the test process (scheduler and kube-apiserver) during the measured phase.")
+}
+
+// writeServing lists, per research-claim workload and variant, the claim
+// and return times and each Deployment's fewest Ready replicas and
+// replica-seconds below spec.replicas during both, the median and range
+// over the repetitions.
+func (rep *Report) writeServing(w io.Writer) {
+	header := false
+	for _, row := range rep.Rows {
+		for _, v := range row.Variants {
+			var served []*benchfmt.Availability
+			for _, r := range v.Runs {
+				if r.Serving != nil {
+					served = append(served, r.Serving)
+				}
+			}
+			if len(served) == 0 {
+				continue
+			}
+			if !header {
+				fmt.Fprintln(w)
+				fmt.Fprintln(w, "Production while research claims its GPUs (claim: first ResearchClaim to every gang pod Running; return: the gang's end to every replica serving again, none on the overflow node), and per Deployment the fewest Ready replicas and the replica-seconds below spec.replicas, counted at every pod event:")
+				fmt.Fprintln(w)
+				fmt.Fprintln(w, "| research claim | variant | reps | remote start s | claim s | return s | Deployment | replicas | fewest Ready, claim | replica-s below, claim | fewest Ready, return | replica-s below, return |")
+				fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+				header = true
+			}
+			of := func(f func(*benchfmt.Availability) float64) Stat {
+				vs := make([]float64, len(served))
+				for i, a := range served {
+					vs[i] = f(a)
+				}
+				return statOf(vs)
+			}
+			// Deployments in the order of the first repetition; a
+			// repetition without one leaves it out of that figure.
+			for i, d := range served[0].Deployments {
+				dep := func(f func(benchfmt.DeploymentAvailability) float64) Stat {
+					var vs []float64
+					for _, a := range served {
+						for _, e := range a.Deployments {
+							if e.Name == d.Name {
+								vs = append(vs, f(e))
+							}
+						}
+					}
+					return statOf(vs)
+				}
+				times := []string{"", "", ""}
+				if i == 0 {
+					times = []string{of(func(a *benchfmt.Availability) float64 { return a.RemoteStartSeconds }).format(0),
+						of(func(a *benchfmt.Availability) float64 { return a.ClaimSeconds }).format(1),
+						of(func(a *benchfmt.Availability) float64 { return a.ReturnSeconds }).format(1)}
+				}
+				fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n", row.Workload, v.Name, len(served), times[0], times[1], times[2], d.Name, d.Claim.Replicas,
+					dep(func(e benchfmt.DeploymentAvailability) float64 { return float64(e.Claim.MinReady) }).format(0),
+					dep(func(e benchfmt.DeploymentAvailability) float64 { return e.Claim.BelowSeconds }).format(1),
+					dep(func(e benchfmt.DeploymentAvailability) float64 { return float64(e.Return.MinReady) }).format(0),
+					dep(func(e benchfmt.DeploymentAvailability) float64 { return e.Return.BelowSeconds }).format(1))
+			}
+		}
+	}
 }
 
 // writePlacement lists, per gang size, how many leaves the gangs spanned

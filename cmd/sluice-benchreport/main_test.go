@@ -36,8 +36,22 @@ func TestLoad(t *testing.T) {
 	if claim.Victims != 4096 || claim.Waves != 1 || claim.ClaimSeconds < 110 || claim.ClaimSeconds > 112 {
 		t.Errorf("ResearchClaim: %+v, want 4096 victims in 1 wave, the gang running after ~110.7 s", claim)
 	}
-	if err := rep.check(); err != nil {
-		t.Errorf("check() on a complete run: %v", err)
+	checkBeforeServing(t, rep)
+}
+
+// checkBeforeServing checks a run recorded before the bench measured
+// production's serving (sluice-availability.json): complete but for those
+// figures.
+func checkBeforeServing(t *testing.T, rep *Report) {
+	t.Helper()
+	err := rep.check()
+	if err == nil {
+		t.Fatal("check() passed a run without serving figures")
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if !strings.Contains(line, "no serving figures") {
+			t.Errorf("check() on a run complete but for the serving figures: %s", line)
+		}
 	}
 }
 
@@ -82,9 +96,7 @@ func TestRepetitions(t *testing.T) {
 	if strings.Contains(out.String(), "NodeResourcesFit/") {
 		t.Errorf("report lists an upstream plugin among sluice's:\n%s", out.String())
 	}
-	if err := rep.check(); err != nil {
-		t.Errorf("check() on a complete run: %v", err)
-	}
+	checkBeforeServing(t, rep)
 }
 
 // TestAttemptP99ByResult: a pod group's unschedulable attempts do not
@@ -213,5 +225,41 @@ func TestSyncDoc(t *testing.T) {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("written doc lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// TestServing reads a real ResearchClaim run of three repetitions with
+// make-before-break on (sluice) and off (breakBeforeMake): each run carries
+// what production kept serving, the report lists the median and range per
+// Deployment, and the smoke check fails a run without them, naming it.
+func TestServing(t *testing.T) {
+	rep, err := load("testdata/claim-reps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 1 || len(rep.Rows[0].Variants) != 2 {
+		t.Fatalf("rows %+v, want one ResearchClaim row with sluice and breakBeforeMake", rep.Rows)
+	}
+	for _, v := range rep.Rows[0].Variants {
+		for _, r := range v.Runs {
+			if r.Serving == nil || len(r.Serving.Deployments) != 4 || r.Serving.ClaimSeconds <= 0 {
+				t.Errorf("%s repetition %d: serving %+v, want the claim and 4 Deployments", v.Name, r.Rep, r.Serving)
+			}
+		}
+	}
+	var out strings.Builder
+	rep.write(&out)
+	// sluice's claims: 17.0, 9.5 and 9.2 s; prod-0's fewest Ready 12, 14, 15.
+	for _, want := range []string{"| smoke | sluice | 3 | 5 (5-5) | 9.5 (9.2-17.0) |", "| prod-0 | 16 | 14 (12-15) |", "| smoke | breakBeforeMake | 3 | 5 (5-5) | 18.4 (17.0-24.3) |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err := rep.check(); err != nil {
+		t.Errorf("check() on a complete run: %v", err)
+	}
+	rep.Rows[0].variant("breakBeforeMake").Runs[1].Serving = nil
+	if err := rep.check(); err == nil || !strings.Contains(err.Error(), "smoke under breakBeforeMake, repetition 2: no serving figures") {
+		t.Errorf("check() without one run's figures = %v, want it named", err)
 	}
 }
