@@ -213,8 +213,14 @@ func (rt *Runtime) build() error {
 		if rt.slurmView, client, err = startSlurm(ctx, &slurmCfg, v1.ResourceName(rt.fabricCfg.GPUResourceName)); err != nil {
 			return fmt.Errorf("%s: %w", rt.stated.slurm.path.Child("endpoint"), err)
 		}
+		// Writes go through Slurm's commands when they are configured,
+		// through slurmrestd otherwise.
+		var nodes slurm.NodeWriter = client
+		if slurmCfg.Commands != "" {
+			nodes = slurm.Commands{Dir: slurmCfg.Commands, Timeout: time.Duration(slurmCfg.RequestTimeoutSeconds) * time.Second}
+		}
 		if d := slurmCfg.Drain; d != nil && d.Enabled {
-			if rt.drains, err = buildDrains(d, client, rt.slurmView, h); err != nil {
+			if rt.drains, err = buildDrains(d, nodes, rt.slurmView, h); err != nil {
 				return fmt.Errorf("%s.drain: %w", orPath(rt.stated.slurm.path, "slurm"), err)
 			}
 		}
@@ -277,13 +283,8 @@ func fabricSource(cfg *config.FabricConfig, slurmNameLabel string) (fabric.Sourc
 }
 
 // buildDrains builds the controller that drains Slurm nodes Kubernetes
-// takes away, writing through scontrol when one is configured and through
-// slurmrestd otherwise.
-func buildDrains(cfg *config.SlurmDrainConfig, client *slurm.Client, view *slurm.View, h fwk.Handle) (*slurmdrain.Controller, error) {
-	var writer slurm.NodeWriter = client
-	if cfg.Scontrol != "" {
-		writer = slurm.Scontrol{Path: cfg.Scontrol}
-	}
+// takes away.
+func buildDrains(cfg *config.SlurmDrainConfig, writer slurm.NodeWriter, view *slurm.View, h fwk.Handle) (*slurmdrain.Controller, error) {
 	slurmd, err := labels.Parse(cfg.SlurmdPodSelector)
 	if err != nil {
 		return nil, fmt.Errorf("slurmdPodSelector: %w", err)

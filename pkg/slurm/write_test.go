@@ -70,14 +70,14 @@ func TestNodeUpdatesNeedAWritingAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.DrainNode(context.Background(), "gpu01", "sluice: x")
-	if err == nil || !strings.Contains(err.Error(), "v0.0.38 cannot update nodes") || !strings.Contains(err.Error(), "scontrol") || requests != 0 {
-		t.Errorf("drain over v0.0.38: %v (%d requests), want a refusal naming scontrol and no request", err, requests)
+	if err == nil || !strings.Contains(err.Error(), "v0.0.38 cannot update nodes") || !strings.Contains(err.Error(), "slurm.commands") || requests != 0 {
+		t.Errorf("drain over v0.0.38: %v (%d requests), want a refusal naming slurm.commands and no request", err, requests)
 	}
 }
 
-// TestScontrol runs a stand-in scontrol and checks its arguments: each
+// TestCommandsDrain runs a stand-in scontrol and checks its arguments: each
 // one whole (a reason with spaces is one argument, never a shell word).
-func TestScontrol(t *testing.T) {
+func TestCommandsDrain(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "args")
 	bin := filepath.Join(dir, "scontrol")
@@ -85,7 +85,7 @@ func TestScontrol(t *testing.T) {
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := Scontrol{Path: bin}
+	s := Commands{Dir: dir}
 	if err := s.DrainNode(context.Background(), "gpu03", "sluice: cordoned; rm -rf /"); err != nil {
 		t.Fatal(err)
 	}

@@ -152,6 +152,9 @@ type SlurmConfig struct {
 	ManagedNodeLabel string
 	// GRESName is the Slurm GRES that counts GPUs.
 	GRESName string
+	// Commands is the directory of Slurm's client commands, which write
+	// instead of slurmrestd when set.
+	Commands string
 	// Drain makes Kubernetes taking a node away drain it in Slurm (nil:
 	// off).
 	Drain *SlurmDrainConfig
@@ -166,9 +169,6 @@ type SlurmDrainConfig struct {
 	// SlurmdPodSelector selects the slurmd pods (label selector; empty:
 	// none).
 	SlurmdPodSelector string
-	// Scontrol is the path of scontrol, which writes instead of
-	// slurmrestd (empty: slurmrestd, API v0.0.39 or later).
-	Scontrol string
 	// WritesPerSecond bounds the drains and resumes sent to Slurm.
 	WritesPerSecond int32
 }

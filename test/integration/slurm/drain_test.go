@@ -25,7 +25,7 @@ import (
 // the real Slurm, with sluice's reason, and giving it back resumes it:
 // cordon and uncordon, NotReady and Ready again. An admin's drain is never
 // undone, cordoned or not. Slurm 22.05's API cannot update nodes, so the
-// scheduler writes through scontrol (slurm.drain.scontrol).
+// scheduler writes through scontrol (slurm.commands).
 func TestKubernetesDrainsSlurm(t *testing.T) {
 	env := liveSlurm(t)
 	t.Cleanup(func() { env.resumeAll(t) })
@@ -38,7 +38,8 @@ func TestKubernetesDrainsSlurm(t *testing.T) {
 			metav1.ListOptions{FieldSelector: "involvedObject.kind=Node"})
 	})
 	args := env.slurmArgs(env.url, env.tokenFile)
-	args.Drain = &configv1.SlurmDrainConfig{Enabled: ptr.To(true), Scontrol: ptr.To(env.scontrolWrapper(t))}
+	args.Commands = ptr.To(env.commands(t))
+	args.Drain = &configv1.SlurmDrainConfig{Enabled: ptr.To(true)}
 	startScheduler(t, cp, args)
 
 	// Cordon: drained with sluice's reason; uncordon: resumed.
@@ -71,16 +72,18 @@ func TestKubernetesDrainsSlurm(t *testing.T) {
 	}
 }
 
-// scontrolWrapper is an scontrol for the scheduler that reaches the test
-// Slurm (its slurm.conf is not the host's default).
-func (e slurmEnv) scontrolWrapper(t *testing.T) string {
+// commands is a directory of Slurm's commands for the scheduler that
+// reach the test Slurm (its slurm.conf is not the host's default).
+func (e slurmEnv) commands(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "scontrol")
-	script := fmt.Sprintf("#!/bin/sh\nSLURM_CONF=%q exec scontrol \"$@\"\n", e.conf)
-	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	for _, cmd := range []string{"scontrol"} {
+		script := fmt.Sprintf("#!/bin/sh\nSLURM_CONF=%q exec %s \"$@\"\n", e.conf, cmd)
+		if err := os.WriteFile(filepath.Join(dir, cmd), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return path
+	return dir
 }
 
 // reason is the Slurm node's reason, as sinfo shows it.

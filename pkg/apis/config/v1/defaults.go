@@ -64,7 +64,7 @@ const DefaultSharedNodeLabel = "sluice.dev/slurm-shared"
 // SetDefaults_SlurmConfig defaults the Slurm connection.
 func SetDefaults_SlurmConfig(obj *SlurmConfig) {
 	for _, f := range []**string{&obj.Endpoint, &obj.APIVersion, &obj.User, &obj.TokenFile, &obj.CAFile,
-		&obj.ServerName, &obj.NodeNameLabel, &obj.ManagedNodeLabel} {
+		&obj.ServerName, &obj.NodeNameLabel, &obj.ManagedNodeLabel, &obj.Commands} {
 		if *f == nil {
 			*f = ptr.To("")
 		}
@@ -99,14 +99,13 @@ func SetDefaults_SlurmConfig(obj *SlurmConfig) {
 	if obj.Drain.Enabled == nil {
 		obj.Drain.Enabled = ptr.To(false)
 	}
-	for _, f := range []**string{&obj.Drain.SlurmdPodSelector, &obj.Drain.Scontrol} {
-		if *f == nil {
-			*f = ptr.To("")
-		}
+	if obj.Drain.SlurmdPodSelector == nil {
+		obj.Drain.SlurmdPodSelector = ptr.To("")
 	}
 	if obj.Drain.WritesPerSecond == nil {
 		obj.Drain.WritesPerSecond = ptr.To[int32](5)
 	}
+
 }
 
 // Overflow defaults: virtual-kubelet's conventions.

@@ -135,6 +135,12 @@ type SlurmConfig struct {
 	ManagedNodeLabel *string `json:"managedNodeLabel,omitempty"`
 	// GRESName is the GRES that counts GPUs. Default: gpu.
 	GRESName *string `json:"gresName,omitempty"`
+	// Commands is the directory of Slurm's client commands (scontrol,
+	// sbatch, squeue, scancel), which then write to Slurm instead of
+	// slurmrestd: Slurm 22.05's API (v0.0.37, v0.0.38) can neither update
+	// nodes nor pin a job to a node; v0.0.39 and later can. They must reach
+	// slurmctld (slurm.conf and munge). Default: empty, slurmrestd.
+	Commands *string `json:"commands,omitempty"`
 	// Drain makes Kubernetes taking a node away drain it in Slurm.
 	// Default: off.
 	Drain *SlurmDrainConfig `json:"drain,omitempty"`
@@ -152,10 +158,6 @@ type SlurmDrainConfig struct {
 	// pods, e.g. app.kubernetes.io/name=slurmd); a node whose slurmd pod is
 	// being deleted is drained. Default: empty, none.
 	SlurmdPodSelector *string `json:"slurmdPodSelector,omitempty"`
-	// Scontrol is the path of scontrol, which then writes instead of
-	// slurmrestd (Slurm 22.05's API, v0.0.37 and v0.0.38, cannot update
-	// nodes; v0.0.39 and later can). Default: empty, slurmrestd.
-	Scontrol *string `json:"scontrol,omitempty"`
 	// WritesPerSecond bounds how many drains and resumes are sent to
 	// Slurm. Default: 5.
 	WritesPerSecond *int32 `json:"writesPerSecond,omitempty"`

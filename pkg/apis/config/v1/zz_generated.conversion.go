@@ -606,6 +606,9 @@ func autoConvert_v1_SlurmConfig_To_config_SlurmConfig(in *SlurmConfig, out *conf
 	if err := metav1.Convert_Pointer_string_To_string(&in.GRESName, &out.GRESName, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_string_To_string(&in.Commands, &out.Commands, s); err != nil {
+		return err
+	}
 	if in.Drain != nil {
 		in, out := &in.Drain, &out.Drain
 		*out = new(config.SlurmDrainConfig)
@@ -668,6 +671,9 @@ func autoConvert_config_SlurmConfig_To_v1_SlurmConfig(in *config.SlurmConfig, ou
 	if err := metav1.Convert_string_To_Pointer_string(&in.GRESName, &out.GRESName, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_string_To_Pointer_string(&in.Commands, &out.Commands, s); err != nil {
+		return err
+	}
 	if in.Drain != nil {
 		in, out := &in.Drain, &out.Drain
 		*out = new(SlurmDrainConfig)
@@ -692,9 +698,6 @@ func autoConvert_v1_SlurmDrainConfig_To_config_SlurmDrainConfig(in *SlurmDrainCo
 	if err := metav1.Convert_Pointer_string_To_string(&in.SlurmdPodSelector, &out.SlurmdPodSelector, s); err != nil {
 		return err
 	}
-	if err := metav1.Convert_Pointer_string_To_string(&in.Scontrol, &out.Scontrol, s); err != nil {
-		return err
-	}
 	if err := metav1.Convert_Pointer_int32_To_int32(&in.WritesPerSecond, &out.WritesPerSecond, s); err != nil {
 		return err
 	}
@@ -711,9 +714,6 @@ func autoConvert_config_SlurmDrainConfig_To_v1_SlurmDrainConfig(in *config.Slurm
 		return err
 	}
 	if err := metav1.Convert_string_To_Pointer_string(&in.SlurmdPodSelector, &out.SlurmdPodSelector, s); err != nil {
-		return err
-	}
-	if err := metav1.Convert_string_To_Pointer_string(&in.Scontrol, &out.Scontrol, s); err != nil {
 		return err
 	}
 	if err := metav1.Convert_int32_To_Pointer_int32(&in.WritesPerSecond, &out.WritesPerSecond, s); err != nil {

@@ -416,6 +416,11 @@ func (in *SlurmConfig) DeepCopyInto(out *SlurmConfig) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.Commands != nil {
+		in, out := &in.Commands, &out.Commands
+		*out = new(string)
+		**out = **in
+	}
 	if in.Drain != nil {
 		in, out := &in.Drain, &out.Drain
 		*out = new(SlurmDrainConfig)
@@ -444,11 +449,6 @@ func (in *SlurmDrainConfig) DeepCopyInto(out *SlurmDrainConfig) {
 	}
 	if in.SlurmdPodSelector != nil {
 		in, out := &in.SlurmdPodSelector, &out.SlurmdPodSelector
-		*out = new(string)
-		**out = **in
-	}
-	if in.Scontrol != nil {
-		in, out := &in.Scontrol, &out.Scontrol
 		*out = new(string)
 		**out = **in
 	}

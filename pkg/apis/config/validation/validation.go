@@ -197,13 +197,13 @@ func ValidateSlurmConfig(path *field.Path, c *config.SlurmConfig) field.ErrorLis
 	if c.GRESName == "" {
 		errs = append(errs, field.Required(path.Child("gresName"), ""))
 	}
+	if c.Commands != "" && !filepath.IsAbs(c.Commands) {
+		errs = append(errs, field.Invalid(path.Child("commands"), c.Commands, "must be an absolute path"))
+	}
 	if d := c.Drain; d != nil {
 		drain := path.Child("drain")
 		if _, err := labels.Parse(d.SlurmdPodSelector); err != nil {
 			errs = append(errs, field.Invalid(drain.Child("slurmdPodSelector"), d.SlurmdPodSelector, err.Error()))
-		}
-		if d.Scontrol != "" && !filepath.IsAbs(d.Scontrol) {
-			errs = append(errs, field.Invalid(drain.Child("scontrol"), d.Scontrol, "must be an absolute path"))
 		}
 		if d.WritesPerSecond <= 0 {
 			errs = append(errs, field.Invalid(drain.Child("writesPerSecond"), d.WritesPerSecond, "must be greater than 0"))

@@ -64,15 +64,9 @@ func TestValidate(t *testing.T) {
 		{"drains with a bad slurmd selector", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) {
 			c.Drain = &config.SlurmDrainConfig{Enabled: true, SlurmdPodSelector: "app in (", WritesPerSecond: 5}
 		})}), "args.slurm.drain.slurmdPodSelector: Invalid value"},
-		{"drains through a relative scontrol", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) {
-			c.Drain = &config.SlurmDrainConfig{Enabled: true, Scontrol: "scontrol", WritesPerSecond: 5}
-		})}), `args.slurm.drain.scontrol: Invalid value: "scontrol": must be an absolute path`},
-		{"drains without writes", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) {
-			c.Drain = &config.SlurmDrainConfig{Enabled: true}
-		})}), "args.slurm.drain.writesPerSecond: Invalid value: 0"},
-		{"drains without Slurm", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) {
-			c.Endpoint, c.Drain = "", &config.SlurmDrainConfig{Enabled: true, WritesPerSecond: 5}
-		})}), "args.slurm.endpoint: Required value: drains need Slurm's node state"},
+		{"relative commands", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) {
+			c.Commands = "bin"
+		})}), `args.slurm.commands: Invalid value: "bin": must be an absolute path`},
 		{"production class also research", ValidateOverflowPreemptionArgs(path, &config.OverflowPreemptionArgs{Overflow: &config.OverflowConfig{
 			ResearchPriorityClasses: []string{"a"}, ProductionPriorityClasses: []string{"a"}, OverflowNodeSelector: "x=y", OverflowTaintKey: "t"}}),
 			`args.overflow.productionPriorityClasses[0]: Invalid value: "a": is also a research class`},
