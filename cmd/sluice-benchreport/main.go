@@ -203,7 +203,7 @@ func servingComplete(a *benchfmt.Availability) error {
 	}
 	for _, d := range a.Deployments {
 		if d.Claim.Replicas <= 0 || d.Return.Replicas <= 0 {
-			return fmt.Errorf("Deployment %s: no spec.replicas during the claim (%d) or the return (%d)", d.Name, d.Claim.Replicas, d.Return.Replicas)
+			return fmt.Errorf("serving figures of Deployment %s: no spec.replicas during the claim (%d) or the return (%d)", d.Name, d.Claim.Replicas, d.Return.Replicas)
 		}
 	}
 	return nil
