@@ -213,13 +213,13 @@ func (rt *Runtime) build() error {
 		if rt.slurmView, client, err = startSlurm(ctx, &slurmCfg, v1.ResourceName(rt.fabricCfg.GPUResourceName)); err != nil {
 			return fmt.Errorf("%s: %w", rt.stated.slurm.path.Child("endpoint"), err)
 		}
-		// Writes go through Slurm's commands when they are configured,
-		// through slurmrestd otherwise.
-		var nodes slurm.NodeWriter = client
-		if slurmCfg.Commands != "" {
-			nodes = slurm.Commands{Dir: slurmCfg.Commands, Timeout: time.Duration(slurmCfg.RequestTimeoutSeconds) * time.Second}
-		}
 		if d := slurmCfg.Drain; d != nil && d.Enabled {
+			// Writes go through Slurm's commands when they are
+			// configured, through slurmrestd otherwise.
+			var nodes slurm.NodeWriter = client
+			if slurmCfg.Commands != "" {
+				nodes = slurm.Commands{Dir: slurmCfg.Commands, Timeout: time.Duration(slurmCfg.RequestTimeoutSeconds) * time.Second}
+			}
 			if rt.drains, err = buildDrains(d, nodes, rt.slurmView, h); err != nil {
 				return fmt.Errorf("%s.drain: %w", orPath(rt.stated.slurm.path, "slurm"), err)
 			}

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/sluice-sched/sluice/pkg/overflow"
 	"github.com/sluice-sched/sluice/pkg/slurm"
 )
 
@@ -47,6 +48,10 @@ const (
 	ReasonResumed     = "SlurmNodeResumed"
 	ReasonWriteFailed = "SlurmWriteFailed"
 )
+
+// reasonNotReady is the drain reason of a node whose Ready condition is
+// not True.
+const reasonNotReady = ReasonPrefix + " NotReady in Kubernetes"
 
 // massNotReady is the share of Slurm nodes NotReady at once above which
 // NotReady no longer drains: that is Kubernetes losing sight of the nodes
@@ -125,7 +130,7 @@ func (c *Controller) Run(ctx context.Context) {
 		if n, ok := obj.(*v1.Node); ok {
 			c.queue.Add(n.Name)
 		} else if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			c.queue.Add(strings.TrimPrefix(t.Key, "/"))
+			c.queue.Add(t.Key) // a Node's key is its name
 		}
 	}
 	reg, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -279,7 +284,7 @@ func (c *Controller) decide(ctx context.Context, node *v1.Node, name string) (*s
 	ours := strings.HasPrefix(sn.Reason, ReasonPrefix)
 	switch {
 	case why != "" && (!drained || (ours && sn.Reason != why)):
-		if strings.Contains(why, "NotReady") && c.massNotReady(ctx, r.Snap) {
+		if why == reasonNotReady && c.massNotReady(ctx, r.Snap) {
 			return r.Snap, ""
 		}
 		return r.Snap, why
@@ -340,14 +345,8 @@ func (c *Controller) why(node *v1.Node) string {
 	if node.Spec.Unschedulable {
 		return ReasonPrefix + " cordoned in Kubernetes"
 	}
-	ready := false
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == v1.NodeReady {
-			ready = cond.Status == v1.ConditionTrue
-		}
-	}
-	if !ready {
-		return ReasonPrefix + " NotReady in Kubernetes"
+	if !overflow.NodeReady(node) {
+		return reasonNotReady
 	}
 	for _, t := range node.Spec.Taints {
 		if t.Effect == v1.TaintEffectNoExecute {
@@ -378,13 +377,7 @@ func (c *Controller) massNotReady(ctx context.Context, snap *slurm.Snapshot) boo
 				continue
 			}
 			slurmNodes++
-			ready := false
-			for _, cond := range n.Status.Conditions {
-				if cond.Type == v1.NodeReady {
-					ready = cond.Status == v1.ConditionTrue
-				}
-			}
-			if !ready {
+			if !overflow.NodeReady(n) {
 				notReady++
 			}
 		}
