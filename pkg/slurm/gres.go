@@ -5,6 +5,7 @@ package slurm
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -114,6 +115,9 @@ func parseCount(s string) (int64, error) {
 	}
 	if n < 0 {
 		return 0, fmt.Errorf("negative")
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("out of range")
 	}
 	return n * mult, nil
 }
