@@ -104,6 +104,29 @@ var (
 		Help:           "Filter rejections of nodes because of Slurm, by reason (state, gpus_held, stale).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
+	// SlurmPlaceholderWait is how long a pod's bind waited for its
+	// placeholder job, by result.
+	SlurmPlaceholderWait = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace:      namespace,
+		Name:           "slurm_placeholder_wait_seconds",
+		Help:           "Time from submitting a pod's placeholder Slurm job to it running (result running) or to giving up (refused, timeout, error): what the placeholder adds to the pod's bind.",
+		Buckets:        []float64{0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120},
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	// SlurmPlaceholderCancels counts placeholder jobs cancelled, by why.
+	SlurmPlaceholderCancels = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Name:           "slurm_placeholder_cancels_total",
+		Help:           "Placeholder Slurm jobs cancelled, by why (unbound: the pod was not bound; pod_gone: the pod ended or was deleted; orphan: no pod claimed the job in time).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"why"})
+	// SlurmPlaceholdersLost counts pods whose placeholder job vanished.
+	SlurmPlaceholdersLost = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Name:           "slurm_placeholders_lost_total",
+		Help:           "Running pods whose placeholder Slurm job was gone (cancelled or ended outside sluice): Slurm may give their GPUs to another job.",
+		StabilityLevel: metrics.ALPHA,
+	})
 )
 
 // Overflow metrics.
@@ -189,6 +212,9 @@ func Register() {
 			SlurmUnknownStateNodes,
 			SlurmFailSafe,
 			SlurmRejections,
+			SlurmPlaceholderWait,
+			SlurmPlaceholderCancels,
+			SlurmPlaceholdersLost,
 			OverflowEvictions,
 			OverflowWaves,
 			ProductionOnOverflow,

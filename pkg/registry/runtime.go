@@ -35,6 +35,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/returns"
 	"github.com/sluice-sched/sluice/pkg/slurm"
 	"github.com/sluice-sched/sluice/pkg/slurmdrain"
+	"github.com/sluice-sched/sluice/pkg/slurmhold"
 )
 
 // Runtime is one scheduler's sluice: the facts its configuration states
@@ -78,6 +79,8 @@ type Runtime struct {
 	returns      *returns.Controller
 	// drains drains Slurm nodes Kubernetes takes away (nil: off).
 	drains *slurmdrain.Controller
+	// holder holds pods' GPUs in Slurm on shared nodes (nil: off).
+	holder *slurmhold.Holder
 	// handles are the profiles' framework handles, by profile name (the
 	// first plugin of each that declared itself); fits the return
 	// controller's fit checks built from them; profiles the scheduler's
@@ -213,15 +216,25 @@ func (rt *Runtime) build() error {
 		if rt.slurmView, client, err = startSlurm(ctx, &slurmCfg, v1.ResourceName(rt.fabricCfg.GPUResourceName)); err != nil {
 			return fmt.Errorf("%s: %w", rt.stated.slurm.path.Child("endpoint"), err)
 		}
+		// Writes go through Slurm's commands when they are configured,
+		// through slurmrestd otherwise.
+		var nodes slurm.NodeWriter = client
+		var jobs slurm.JobWriter = client
+		if slurmCfg.Commands != "" {
+			commands := slurm.Commands{Dir: slurmCfg.Commands, Timeout: time.Duration(slurmCfg.RequestTimeoutSeconds) * time.Second}
+			nodes, jobs = commands, commands
+		}
 		if d := slurmCfg.Drain; d != nil && d.Enabled {
-			// Writes go through Slurm's commands when they are
-			// configured, through slurmrestd otherwise.
-			var nodes slurm.NodeWriter = client
-			if slurmCfg.Commands != "" {
-				nodes = slurm.Commands{Dir: slurmCfg.Commands, Timeout: time.Duration(slurmCfg.RequestTimeoutSeconds) * time.Second}
-			}
 			if rt.drains, err = buildDrains(d, nodes, rt.slurmView, h); err != nil {
 				return fmt.Errorf("%s.drain: %w", orPath(rt.stated.slurm.path, "slurm"), err)
+			}
+		}
+		if p := slurmCfg.Placeholders; p != nil && p.Enabled {
+			if rt.holder, err = slurmhold.New(slurmhold.Config{
+				Jobs: jobs, View: rt.slurmView, Pods: informers.Core().V1().Pods(), Client: h.ClientSet(), Recorder: h.EventRecorder(),
+				Timeout: time.Duration(p.TimeoutSeconds) * time.Second, Resync: time.Duration(p.ResyncSeconds) * time.Second, Partition: p.Partition,
+			}); err != nil {
+				return fmt.Errorf("%s.placeholders: %w", orPath(rt.stated.slurm.path, "slurm"), err)
 			}
 		}
 	}
@@ -339,6 +352,12 @@ func (rt *Runtime) Fabric() (*fabric.Tracker, *config.FabricConfig) {
 // physical ones.
 func (rt *Runtime) Classes() *overflow.Classes {
 	return sealedField(rt, func() *overflow.Classes { return rt.classes })
+}
+
+// SlurmHolder holds pods' GPUs in Slurm, nil when placeholder jobs are
+// off.
+func (rt *Runtime) SlurmHolder() *slurmhold.Holder {
+	return sealedField(rt, func() *slurmhold.Holder { return rt.holder })
 }
 
 // Slurm is the Slurm view, nil when Slurm is off.
@@ -516,6 +535,9 @@ func (rt *Runtime) startLocked() {
 	}
 	if rt.drains != nil {
 		go rt.drains.Run(rt.ctx)
+	}
+	if rt.holder != nil {
+		go rt.holder.Run(rt.ctx)
 	}
 }
 

@@ -57,6 +57,9 @@ type View struct {
 	generation atomic.Uint64
 	// onChange hears of every new snapshot and every flip.
 	onChange []func()
+	// placeholders is how many GPUs placeholder jobs hold for pods bound
+	// to a node (nil: none).
+	placeholders func(nodeName string) int64
 }
 
 // NewView judges cache's snapshots by cfg.
@@ -96,6 +99,22 @@ func (v *View) changed() {
 	for _, f := range fs {
 		f()
 	}
+}
+
+// SetPlaceholders tells the view how many GPUs placeholder jobs hold for
+// the pods bound to a node: Slurm counts them as used, and so do the pods'
+// requests, so HeldGPUs leaves them out.
+func (v *View) SetPlaceholders(f func(nodeName string) int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.placeholders = f
+}
+
+// Invalidate says that what HeldGPUs answers changed (a pod's placeholder
+// came or went): cached answers are dropped, rejected pods retried.
+func (v *View) Invalidate() {
+	v.generation.Add(1)
+	v.changed()
 }
 
 // Reading is the view at one moment (one scheduling cycle judges every
@@ -202,13 +221,20 @@ func (v *View) Unhealthy(n *Node) string {
 }
 
 // HeldGPUs is how many GPUs Slurm jobs hold on a node shared with slurmd
-// (0 on other nodes).
+// (0 on other nodes), besides the placeholder jobs of pods bound there
+// (their GPUs are the pods' requests already).
 func (v *View) HeldGPUs(node *v1.Node, n *Node) int64 {
 	if v.cfg.SharedNodeLabel == "" || node.Labels[v.cfg.SharedNodeLabel] != "true" {
 		return 0
 	}
 	_, used := n.GPUs(v.cfg.GRESName)
-	return used
+	v.mu.Lock()
+	placeholders := v.placeholders
+	v.mu.Unlock()
+	if placeholders != nil {
+		used -= placeholders(node.Name)
+	}
+	return max(used, 0)
 }
 
 // NodeExternal tells whether pods may use a node at all, and the GPUs Slurm

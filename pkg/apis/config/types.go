@@ -158,6 +158,24 @@ type SlurmConfig struct {
 	// Drain makes Kubernetes taking a node away drain it in Slurm (nil:
 	// off).
 	Drain *SlurmDrainConfig
+	// Placeholders holds, in Slurm, the GPUs of pods bound to shared nodes
+	// (nil: off).
+	Placeholders *SlurmPlaceholderConfig
+}
+
+// SlurmPlaceholderConfig says whether a pod bound to a node shared with a
+// native slurmd first holds its GPUs in Slurm with a placeholder job, and
+// how.
+type SlurmPlaceholderConfig struct {
+	// Enabled turns placeholder jobs on.
+	Enabled bool
+	// TimeoutSeconds bounds the wait for a placeholder job to run.
+	TimeoutSeconds int64
+	// Partition the placeholder jobs are submitted to (empty: Slurm's
+	// default partition).
+	Partition string
+	// ResyncSeconds between two sweeps of the placeholder jobs.
+	ResyncSeconds int64
 }
 
 // SlurmDrainConfig says whether Kubernetes taking a Slurm node away

@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/slurm"
+	"github.com/sluice-sched/sluice/pkg/slurmhold"
 )
 
 // preFilterStateKey holds the cycle's view of Slurm.
@@ -86,6 +87,10 @@ func (pl *SlurmNodeState) Filter(ctx context.Context, state fwk.CycleState, pod 
 		}
 		klog.FromContext(ctx).V(5).Info("Node rejected by Slurm state", "pod", klog.KObj(pod), "node", node.Name, "slurmNode", name, "state", n.StateString(), "reason", n.Reason)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	}
+	if s.gpus > 0 && pl.holder != nil && pl.holder.Refused(pod, node.Name) {
+		pl.rejected.Add(pod)
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: Slurm did not run this pod's placeholder job on %s recently; trying other nodes", slurmhold.ReasonRefused, name))
 	}
 	if s.gpus > 0 {
 		if held := pl.view.HeldGPUs(node, n); held > 0 {

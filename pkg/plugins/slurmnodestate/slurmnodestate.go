@@ -27,6 +27,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/requeue"
 	"github.com/sluice-sched/sluice/pkg/slurm"
+	"github.com/sluice-sched/sluice/pkg/slurmhold"
 )
 
 // Name is the plugin's name in the registry and in configurations.
@@ -54,6 +55,9 @@ type Runtime interface {
 	Seal() error
 	// Slurm is the Slurm view, nil when Slurm is off.
 	Slurm() *slurm.View
+	// SlurmHolder holds pods' GPUs in Slurm on shared nodes, nil when
+	// placeholder jobs are off.
+	SlurmHolder() *slurmhold.Holder
 }
 
 // SlurmNodeState is the plugin.
@@ -61,6 +65,7 @@ type SlurmNodeState struct {
 	rt       Runtime
 	handle   fwk.Handle
 	view     *slurm.View // nil until sealed, and when Slurm is off
+	holder   *slurmhold.Holder // nil until sealed, and when placeholders are off
 	recorder events.EventRecorder
 	// rejected are pods turned away for Slurm reasons, retried when the
 	// view changes.
@@ -75,6 +80,8 @@ var (
 	_ fwk.EnqueueExtensions = &SlurmNodeState{}
 	_ fwk.SignPlugin        = &SlurmNodeState{}
 	_ fwk.PostBindPlugin    = &SlurmNodeState{}
+	_ fwk.ReservePlugin     = &SlurmNodeState{}
+	_ fwk.PreBindPlugin     = &SlurmNodeState{}
 )
 
 // New returns the plugin's factory over rt. Its args may state the Slurm
@@ -115,6 +122,7 @@ func (pl *SlurmNodeState) EventsToRegister(ctx context.Context) ([]fwk.ClusterEv
 		} else {
 			logger := klog.FromContext(ctx)
 			pl.view.OnChange(func() { pl.rejected.ActivateAll(logger, "Slurm's state changed") })
+			pl.holder = pl.rt.SlurmHolder()
 		}
 	}
 	return []fwk.ClusterEventWithHint{
@@ -147,7 +155,12 @@ func (pl *SlurmNodeState) isNodeRelevant(logger klog.Logger, pod *v1.Pod, oldObj
 // trust and the plugin failed open, so the pods placed without Slurm's
 // view can be found (failing closed, the pods that could not be placed
 // carry the reason in their FailedScheduling events instead).
-func (pl *SlurmNodeState) PostBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) {
+func (pl *SlurmNodeState) PostBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
+	if pl.holder != nil {
+		if h := heldJob(state); h != "" {
+			pl.holder.Bound(h)
+		}
+	}
 	if pl.view == nil || pl.recorder == nil || !pl.view.Config().FailOpen {
 		return
 	}
@@ -158,11 +171,18 @@ func (pl *SlurmNodeState) PostBind(ctx context.Context, _ fwk.CycleState, pod *v
 }
 
 // SignPod signs the pod's GPU request: Filter's answer for a node depends
-// on it (GPUs held by Slurm) and on the node, nothing else of the pod.
+// on it (GPUs held by Slurm), on the node, and on the nodes that refused
+// the pod's placeholder job, nothing else of the pod.
 func (pl *SlurmNodeState) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	var gpus int64
 	if pl.view != nil {
 		gpus = capacity.ShapeOf(pod).Scalar[pl.view.Config().GPUResource]
 	}
-	return []fwk.SignFragment{{Key: "sluice.dev/SlurmNodeState.GPURequest()", Value: gpus}}, nil
+	fragments := []fwk.SignFragment{{Key: "sluice.dev/SlurmNodeState.GPURequest()", Value: gpus}}
+	if pl.holder != nil {
+		// And on the nodes whose Slurm recently did not run the pod's
+		// placeholder job.
+		fragments = append(fragments, fwk.SignFragment{Key: "sluice.dev/SlurmNodeState.Refused()", Value: pl.holder.RefusedNodes(pod)})
+	}
+	return fragments, nil
 }

@@ -77,7 +77,7 @@ func TestKubernetesDrainsSlurm(t *testing.T) {
 func (e slurmEnv) commands(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, cmd := range []string{"scontrol"} {
+	for _, cmd := range []string{"scontrol", "sbatch", "squeue", "scancel"} {
 		script := fmt.Sprintf("#!/bin/sh\nSLURM_CONF=%q exec %s \"$@\"\n", e.conf, cmd)
 		if err := os.WriteFile(filepath.Join(dir, cmd), []byte(script), 0o755); err != nil {
 			t.Fatal(err)

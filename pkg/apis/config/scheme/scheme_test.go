@@ -60,6 +60,7 @@ func TestDefaults(t *testing.T) {
 			Endpoint: "unix:///run/slurmrestd.sock", PollIntervalSeconds: 10, RequestTimeoutSeconds: 5, MaxStalenessSeconds: 60,
 			FailureMode: config.SlurmFailClosed, UnhealthyStates: []string{"DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "MAINTENANCE", "BLOCKED", "PLANNED", "INVALID_REG", "REBOOT_REQUESTED", "REBOOT_ISSUED", "POWER_DOWN", "POWERING_DOWN", "POWERED_DOWN"},
 			SharedNodeLabel: "sluice.dev/slurm-shared", GRESName: "gpu", Drain: &config.SlurmDrainConfig{WritesPerSecond: 5},
+			Placeholders: &config.SlurmPlaceholderConfig{TimeoutSeconds: 30, ResyncSeconds: 30},
 		}}},
 		{"InferencePacking states nothing by default", "InferencePackingArgs", "", &config.InferencePackingArgs{}},
 		{"OverflowPreemption blocks", "OverflowPreemptionArgs", "overflow: {}\nclaims: {}\nreturn: {}\n", &config.OverflowPreemptionArgs{

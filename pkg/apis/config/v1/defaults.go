@@ -105,7 +105,21 @@ func SetDefaults_SlurmConfig(obj *SlurmConfig) {
 	if obj.Drain.WritesPerSecond == nil {
 		obj.Drain.WritesPerSecond = ptr.To[int32](5)
 	}
-
+	if obj.Placeholders == nil {
+		obj.Placeholders = &SlurmPlaceholderConfig{}
+	}
+	if obj.Placeholders.Enabled == nil {
+		obj.Placeholders.Enabled = ptr.To(false)
+	}
+	if obj.Placeholders.TimeoutSeconds == nil {
+		obj.Placeholders.TimeoutSeconds = ptr.To[int64](30)
+	}
+	if obj.Placeholders.Partition == nil {
+		obj.Placeholders.Partition = ptr.To("")
+	}
+	if obj.Placeholders.ResyncSeconds == nil {
+		obj.Placeholders.ResyncSeconds = ptr.To[int64](30)
+	}
 }
 
 // Overflow defaults: virtual-kubelet's conventions.

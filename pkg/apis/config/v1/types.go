@@ -144,6 +144,31 @@ type SlurmConfig struct {
 	// Drain makes Kubernetes taking a node away drain it in Slurm.
 	// Default: off.
 	Drain *SlurmDrainConfig `json:"drain,omitempty"`
+	// Placeholders holds, in Slurm, the GPUs of pods bound to nodes shared
+	// with a native slurmd (sharedNodeLabel). Default: off.
+	Placeholders *SlurmPlaceholderConfig `json:"placeholders,omitempty"`
+}
+
+// SlurmPlaceholderConfig says whether a pod that needs GPUs, bound to a
+// node shared with a native slurmd, first holds them in Slurm: sluice
+// submits a placeholder job (name sluice-<pod UID>) pinned to the node with
+// the pod's GPU count, waits until it runs, records its GPU indices on the
+// pod and binds; the job is cancelled when the pod ends. A pod whose job
+// does not run in time is not bound there.
+type SlurmPlaceholderConfig struct {
+	// Enabled turns placeholder jobs on. Default: false.
+	Enabled *bool `json:"enabled,omitempty"`
+	// TimeoutSeconds bounds the wait for a placeholder job to run.
+	// Default: 30.
+	TimeoutSeconds *int64 `json:"timeoutSeconds,omitempty"`
+	// Partition the placeholder jobs go to; its time limit applies to
+	// them, so it should have none. Default: empty, Slurm's default
+	// partition.
+	Partition *string `json:"partition,omitempty"`
+	// ResyncSeconds between two sweeps that cancel placeholder jobs whose
+	// pods are gone and report pods whose job is gone (pods ending trigger
+	// one too). Default: 30.
+	ResyncSeconds *int64 `json:"resyncSeconds,omitempty"`
 }
 
 // SlurmDrainConfig says whether Kubernetes taking a Slurm node away

@@ -212,6 +212,21 @@ func ValidateSlurmConfig(path *field.Path, c *config.SlurmConfig) field.ErrorLis
 			errs = append(errs, field.Required(path.Child("endpoint"), "drains need Slurm's node state: set the slurmrestd endpoint"))
 		}
 	}
+	if p := c.Placeholders; p != nil {
+		ph := path.Child("placeholders")
+		if p.TimeoutSeconds <= 0 || p.TimeoutSeconds > 600 {
+			errs = append(errs, field.Invalid(ph.Child("timeoutSeconds"), p.TimeoutSeconds, "must be between 1 and 600"))
+		}
+		if p.ResyncSeconds <= 0 {
+			errs = append(errs, field.Invalid(ph.Child("resyncSeconds"), p.ResyncSeconds, "must be greater than 0"))
+		}
+		if p.Enabled && c.Endpoint == "" {
+			errs = append(errs, field.Required(path.Child("endpoint"), "placeholder jobs need Slurm's node state: set the slurmrestd endpoint"))
+		}
+		if p.Enabled && c.SharedNodeLabel == "" {
+			errs = append(errs, field.Required(path.Child("sharedNodeLabel"), "placeholder jobs are for nodes shared with slurmd: set the label that marks them"))
+		}
+	}
 	return errs
 }
 

@@ -64,6 +64,13 @@ func TestValidate(t *testing.T) {
 		{"drains with a bad slurmd selector", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) {
 			c.Drain = &config.SlurmDrainConfig{Enabled: true, SlurmdPodSelector: "app in (", WritesPerSecond: 5}
 		})}), "args.slurm.drain.slurmdPodSelector: Invalid value"},
+		{"placeholders without a shared-node label", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) {
+			c.SharedNodeLabel = ""
+			c.Placeholders = &config.SlurmPlaceholderConfig{Enabled: true, TimeoutSeconds: 30, ResyncSeconds: 30}
+		})}), "args.slurm.sharedNodeLabel: Required value: placeholder jobs are for nodes shared with slurmd"},
+		{"placeholder timeout too long", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) {
+			c.Placeholders = &config.SlurmPlaceholderConfig{TimeoutSeconds: 3600, ResyncSeconds: 30}
+		})}), "args.slurm.placeholders.timeoutSeconds: Invalid value: 3600: must be between 1 and 600"},
 		{"relative commands", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) {
 			c.Commands = "bin"
 		})}), `args.slurm.commands: Invalid value: "bin": must be an absolute path`},

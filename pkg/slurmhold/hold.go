@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+// Package slurmhold makes Slurm and Kubernetes one GPU pool on nodes where
+// a native slurmd runs beside kubelet: before a pod that needs GPUs is
+// bound to such a node, sluice holds its GPUs in Slurm with a placeholder
+// job pinned to the node (name sluice-<pod UID>), waits until Slurm runs
+// it, records the GPU indices Slurm gave it on the pod and then binds.
+// Slurm jobs then see the pod's GPUs as used, as pods see Slurm jobs'
+// (pkg/slurm.View.HeldGPUs, which does not count the placeholders twice).
+// If Slurm cannot give the GPUs in time, the pod is not bound there. A
+// leader-only sweep cancels placeholder jobs whose pods are gone and
+// reports pods whose job vanished.
+//
+// Example: pod ml/train-0 asks for 4 GPUs and is placed on gpu03. sluice
+// runs `sbatch -w gpu03 --gres=gpu:4 -J sluice-<uid>` (or POSTs the same to
+// slurmrestd), Slurm runs it with GRES gpu:4(IDX:0-3), the pod gets
+// sluice.dev/slurm-job=<id> and sluice.dev/slurm-gpus=0-3 and is bound; an
+// `sbatch --gres=gpu:8 -w gpu03` now waits. Deleting the pod cancels the
+// job.
+package slurmhold
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+
+	"github.com/sluice-sched/sluice/pkg/capacity"
+	"github.com/sluice-sched/sluice/pkg/metrics"
+	"github.com/sluice-sched/sluice/pkg/slurm"
+)
+
+// Annotations sluice writes on a pod whose GPUs a placeholder job holds.
+const (
+	// AnnotationJob is the placeholder job's id.
+	AnnotationJob = "sluice.dev/slurm-job"
+	// AnnotationGPUs are the GPU indices Slurm gave the job ("0-3").
+	AnnotationGPUs = "sluice.dev/slurm-gpus"
+	// AnnotationNode is the Kubernetes node the job holds GPUs on.
+	AnnotationNode = "sluice.dev/slurm-node"
+)
+
+// JobPrefix starts every placeholder job's name; the pod's UID follows.
+const JobPrefix = "sluice-"
+
+// Event reasons on pods.
+const (
+	// ReasonHeld: the placeholder job runs; the pod is bound next.
+	ReasonHeld = "SlurmPlaceholderRunning"
+	// ReasonRefused: Slurm did not run the placeholder job (busy, down,
+	// slurmrestd failing); the pod is not bound to that node. It is the
+	// prefix of the pod's FailedScheduling message too.
+	ReasonRefused = "SlurmPlaceholderRefused"
+	// ReasonLost: the job holding a running pod's GPUs is gone.
+	ReasonLost = "SlurmPlaceholderLost"
+)
+
+// refusedFor is how long a node whose Slurm did not run a pod's
+// placeholder is avoided for that pod: Slurm may keep the GPUs for a
+// pending job of higher priority although they look free, and the pod
+// should try elsewhere meanwhile.
+const refusedFor = 2 * time.Minute
+
+// Config is what a Holder needs.
+type Config struct {
+	// Jobs submits, reads and cancels the placeholder jobs.
+	Jobs slurm.JobWriter
+	// View is the scheduler's Slurm view.
+	View *slurm.View
+	// Pods is the scheduler's pod informer (it does not list ended pods).
+	Pods coreinformers.PodInformer
+	// Client patches pods.
+	Client kubernetes.Interface
+	// Recorder records Events on pods.
+	Recorder events.EventRecorder
+	// Timeout bounds the wait for a job to run; Resync is the time
+	// between sweeps.
+	Timeout, Resync time.Duration
+	// Partition the jobs go to (empty: Slurm's default).
+	Partition string
+	// PollEvery is how often a job is read while waiting for it (250 ms
+	// when zero).
+	PollEvery time.Duration
+}
+
+// Holder holds pods' GPUs in Slurm.
+type Holder struct {
+	cfg     Config
+	indexer cache.Indexer
+
+	mu sync.Mutex
+	// refused: per pod, the nodes whose Slurm did not run its placeholder,
+	// until when they are avoided.
+	refused map[types.UID]map[string]time.Time
+	// inFlight are jobs held for pods not bound yet (by this scheduler).
+	inFlight map[string]bool
+	// unclaimed: jobs no bound pod claims, since when (the sweep cancels
+	// them after a grace period).
+	unclaimed map[string]time.Time
+	// reported: pod UID and job of pods already reported lost.
+	reported map[string]bool
+	kick     chan struct{}
+}
+
+// Index names on the pod informer.
+const (
+	uidIndex  = "sluice.dev/uid"
+	heldIndex = "sluice.dev/slurm-held-node"
+)
+
+// New builds a Holder and indexes the pod informer by UID and by the node
+// whose GPUs a placeholder holds, and tells the view how many GPUs
+// placeholders hold on each node (so they are not counted twice).
+func New(cfg Config) (*Holder, error) {
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = 250 * time.Millisecond
+	}
+	inf := cfg.Pods.Informer()
+	if err := inf.AddIndexers(cache.Indexers{
+		uidIndex: func(obj any) ([]string, error) {
+			if p, ok := obj.(*v1.Pod); ok {
+				return []string{string(p.UID)}, nil
+			}
+			return nil, nil
+		},
+		heldIndex: func(obj any) ([]string, error) {
+			if p, ok := obj.(*v1.Pod); ok {
+				if node := HeldOn(p); node != "" {
+					return []string{node}, nil
+				}
+			}
+			return nil, nil
+		},
+	}); err != nil {
+		return nil, err
+	}
+	h := &Holder{cfg: cfg, indexer: inf.GetIndexer(), refused: map[types.UID]map[string]time.Time{},
+		inFlight: map[string]bool{}, unclaimed: map[string]time.Time{}, reported: map[string]bool{}, kick: make(chan struct{}, 1)}
+	cfg.View.SetPlaceholders(h.HeldGPUs)
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p, ok := obj.(*v1.Pod); ok && HeldOn(p) != "" {
+				cfg.View.Invalidate()
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1.Pod)
+			n, ok2 := newObj.(*v1.Pod)
+			if ok1 && ok2 && (HeldOn(o) != HeldOn(n) || o.Annotations[AnnotationJob] != n.Annotations[AnnotationJob]) {
+				cfg.View.Invalidate()
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*v1.Pod); ok && p.Annotations[AnnotationJob] != "" {
+				cfg.View.Invalidate()
+				h.Kick()
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// HeldOn is the node whose GPUs a placeholder holds for a pod: the
+// annotated node when the pod is bound there (a pod annotated for one node
+// and bound to another holds nothing).
+func HeldOn(p *v1.Pod) string {
+	if p.Annotations[AnnotationJob] == "" || p.Spec.NodeName == "" || p.Annotations[AnnotationNode] != p.Spec.NodeName {
+		return ""
+	}
+	return p.Spec.NodeName
+}
+
+// HeldGPUs is how many GPUs placeholder jobs hold for pods bound to a
+// node.
+func (h *Holder) HeldGPUs(nodeName string) int64 {
+	objs, err := h.indexer.ByIndex(heldIndex, nodeName)
+	if err != nil {
+		return 0
+	}
+	gpu := h.cfg.View.Config().GPUResource
+	var n int64
+	for _, o := range objs {
+		n += capacity.ShapeOf(o.(*v1.Pod)).Scalar[gpu]
+	}
+	return n
+}
+
+// Needs is how many GPUs the pod must hold in Slurm before it is bound to
+// node: its GPU request on a node labelled as shared with slurmd, 0
+// otherwise.
+func (h *Holder) Needs(pod *v1.Pod, node *v1.Node) int64 {
+	cfg := h.cfg.View.Config()
+	if node == nil || cfg.SharedNodeLabel == "" || node.Labels[cfg.SharedNodeLabel] != "true" {
+		return 0
+	}
+	// Slurm decides, even when its snapshot is stale or missing: a job
+	// on a node Slurm does not know, or while it is down, does not run.
+	return capacity.ShapeOf(pod).Scalar[cfg.GPUResource]
+}
+
+// Refused reports whether Slurm recently did not run the pod's placeholder
+// on the node (the pod should go elsewhere meanwhile).
+func (h *Holder) Refused(pod *v1.Pod, nodeName string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	until, ok := h.refused[pod.UID][nodeName]
+	return ok && time.Now().Before(until)
+}
+
+func (h *Holder) refuse(pod *v1.Pod, nodeName string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.refused[pod.UID] == nil {
+		h.refused[pod.UID] = map[string]time.Time{}
+	}
+	h.refused[pod.UID][nodeName] = time.Now().Add(refusedFor)
+}
+
+// Hold is a placeholder job that runs for a pod.
+type Hold struct {
+	JobID, Node, Indexes string
+	GPUs                 int64
+}
+
+// Hold submits the pod's placeholder job for gpus GPUs on node, waits until
+// it runs, and records it on the pod. On any failure the job is cancelled,
+// the node is avoided for the pod for a while, and the error says why.
+func (h *Holder) Hold(ctx context.Context, pod *v1.Pod, node *v1.Node, gpus int64) (*Hold, error) {
+	logger := klog.FromContext(ctx)
+	slurmName := h.cfg.View.SlurmName(node)
+	start := time.Now()
+	fail := func(result string, err error) (*Hold, error) {
+		metrics.SlurmPlaceholderWait.WithLabelValues(result).Observe(time.Since(start).Seconds())
+		h.refuse(pod, node.Name)
+		return nil, fmt.Errorf("%s: %w", ReasonRefused, err)
+	}
+	id, err := h.cfg.Jobs.SubmitPlaceholder(ctx, slurm.Placeholder{
+		Name: JobPrefix + string(pod.UID), Comment: fmt.Sprintf("sluice: GPUs of pod %s/%s", pod.Namespace, pod.Name),
+		Node: slurmName, Partition: h.cfg.Partition, GRES: h.cfg.View.Config().GRESName, GPUs: gpus,
+	})
+	if err != nil {
+		return fail("error", fmt.Errorf("Slurm did not take a placeholder job for %d GPUs on %s: %w", gpus, slurmName, err))
+	}
+	h.setInFlight(id, true)
+	job, err := h.waitRunning(ctx, id)
+	if err == nil && !strings.Contains(","+job.Nodes+",", ","+slurmName+",") {
+		err = fmt.Errorf("it runs on %q, not %s", job.Nodes, slurmName)
+	}
+	if err != nil {
+		h.release(id, "unbound")
+		result := "error"
+		if job != nil && !job.Ended() {
+			result = "timeout"
+		} else if job != nil {
+			result = "refused"
+		}
+		return fail(result, fmt.Errorf("Slurm did not run placeholder job %s (%d GPUs on %s): %w", id, gpus, slurmName, err))
+	}
+	metrics.SlurmPlaceholderWait.WithLabelValues("running").Observe(time.Since(start).Seconds())
+	hold := &Hold{JobID: id, Node: node.Name, Indexes: job.Indexes(h.cfg.View.Config().GRESName), GPUs: gpus}
+	// Read Slurm now, so the snapshot has the job before the pod is bound
+	// (best effort: a stale snapshot only counts the GPUs twice for a
+	// poll interval).
+	if err := h.cfg.View.Refresh(ctx); err != nil {
+		logger.V(2).Info("Reading Slurm after a placeholder started failed", "err", err)
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		AnnotationJob: id, AnnotationGPUs: hold.Indexes, AnnotationNode: node.Name,
+	}}})
+	if _, err := h.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		h.release(id, "unbound")
+		return fail("error", fmt.Errorf("recording placeholder job %s on the pod: %w", id, err))
+	}
+	if h.cfg.Recorder != nil {
+		h.cfg.Recorder.Eventf(pod, nil, v1.EventTypeNormal, ReasonHeld, "Binding",
+			"Slurm job %s holds %d GPUs (indices %s) on %s for this pod", id, gpus, orNone(hold.Indexes), slurmName)
+	}
+	logger.V(2).Info("Placeholder job runs", "pod", klog.KObj(pod), "job", id, "node", slurmName, "gpus", gpus, "indexes", hold.Indexes, "wait", time.Since(start))
+	return hold, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// waitRunning reads the job until it runs, ends, or the timeout passes.
+func (h *Holder) waitRunning(ctx context.Context, id string) (*slurm.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+	var last *slurm.Job
+	var lastErr error
+	for {
+		job, err := h.cfg.Jobs.Job(ctx, id)
+		switch {
+		case err != nil:
+			lastErr = err
+		case job == nil:
+			return nil, fmt.Errorf("Slurm no longer knows it")
+		case job.Running():
+			return job, nil
+		case job.Ended():
+			return job, fmt.Errorf("it ended (%s, reason %s)", job.State, job.Reason)
+		default:
+			last = job
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return last, fmt.Errorf("still %s (reason %s) after %s", last.State, last.Reason, h.cfg.Timeout)
+			}
+			return nil, fmt.Errorf("not running after %s: %v", h.cfg.Timeout, lastErr)
+		case <-time.After(h.cfg.PollEvery):
+		}
+	}
+}
+
+// Bound says the pod holding job is bound: the sweep keeps the job for as
+// long as the pod runs.
+func (h *Holder) Bound(jobID string) { h.setInFlight(jobID, false) }
+
+// Release cancels a job held for a pod that was not bound after all.
+func (h *Holder) Release(jobID string) { h.release(jobID, "unbound") }
+
+func (h *Holder) setInFlight(id string, on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if on {
+		h.inFlight[id] = true
+	} else {
+		delete(h.inFlight, id)
+	}
+}
+
+// release cancels a job (with its own deadline: the caller's context may be
+// what ended) and counts why.
+func (h *Holder) release(id, why string) {
+	h.setInFlight(id, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.cfg.Jobs.CancelJob(ctx, id); err != nil {
+		// The sweep cancels it later: no pod claims it.
+		klog.Background().Error(err, "Cancelling a placeholder job failed; the sweep retries", "job", id, "why", why)
+		return
+	}
+	metrics.SlurmPlaceholderCancels.WithLabelValues(why).Inc()
+}
+
+// RefusedNodes are the nodes whose Slurm recently did not run the pod's
+// placeholder job, sorted.
+func (h *Holder) RefusedNodes(pod *v1.Pod) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	now := time.Now()
+	for node, until := range h.refused[pod.UID] {
+		if now.Before(until) {
+			out = append(out, node)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

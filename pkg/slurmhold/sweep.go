@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package slurmhold
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/sluice-sched/sluice/pkg/metrics"
+)
+
+// Kick asks for a sweep now (a pod holding a job ended).
+func (h *Holder) Kick() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run sweeps every Resync and whenever a pod holding a job ends, until ctx
+// ends. It runs on the leader only.
+func (h *Holder) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("slurm-placeholders")
+	ctx = klog.NewContext(ctx, logger)
+	ticker := time.NewTicker(h.cfg.Resync)
+	defer ticker.Stop()
+	for {
+		if err := h.Sweep(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Sweeping placeholder jobs failed; retrying at the next sweep")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-h.kick:
+		}
+	}
+}
+
+// Sweep lists the placeholder jobs once and cancels those whose pod is gone
+// (deleted or ended), or that no bound pod claims after a grace period
+// (left by a scheduler that died while binding); it reports, once, each
+// running pod whose job is gone.
+func (h *Holder) Sweep(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	// The pods holding a job before the list: a pod bound after it holds
+	// a job the list may lack, and is not reported lost for it.
+	before := h.heldPods()
+	jobs, err := h.cfg.Jobs.Jobs(ctx, JobPrefix)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	grace := h.cfg.Timeout + h.cfg.Resync
+	live := map[string]bool{}
+	type cancelling struct{ id, why string }
+	var cancel []cancelling
+	h.mu.Lock()
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Ended() {
+			continue
+		}
+		live[j.ID] = true
+		pod := h.podByUID(strings.TrimPrefix(j.Name, JobPrefix))
+		switch {
+		case pod == nil:
+			// Deleted or ended (the scheduler's informer drops ended
+			// pods).
+			cancel = append(cancel, cancelling{j.ID, "pod_gone"})
+		case pod.Annotations[AnnotationJob] == j.ID && HeldOn(pod) != "":
+			delete(h.unclaimed, j.ID)
+		case h.inFlight[j.ID]:
+		default:
+			since, seen := h.unclaimed[j.ID]
+			if !seen {
+				h.unclaimed[j.ID] = now
+			} else if now.Sub(since) > grace {
+				logger.Info("Cancelling a placeholder job no bound pod claims", "job", j.ID, "pod", klog.KObj(pod), "unclaimedFor", now.Sub(since).Round(time.Second))
+				cancel = append(cancel, cancelling{j.ID, "orphan"})
+			}
+		}
+	}
+	for id := range h.unclaimed {
+		if !live[id] {
+			delete(h.unclaimed, id)
+		}
+	}
+	for uid, nodes := range h.refused {
+		for node, until := range nodes {
+			if now.After(until) {
+				delete(nodes, node)
+			}
+		}
+		if len(nodes) == 0 {
+			delete(h.refused, uid)
+		}
+	}
+	h.mu.Unlock()
+
+	var errs []string
+	for _, c := range cancel {
+		if err := h.cfg.Jobs.CancelJob(ctx, c.id); err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		metrics.SlurmPlaceholderCancels.WithLabelValues(c.why).Inc()
+		logger.V(2).Info("Cancelled placeholder job", "job", c.id, "why", c.why)
+	}
+	h.reportLost(before, live)
+	if len(errs) > 0 {
+		return fmt.Errorf("cancelling placeholder jobs: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// heldPods are the bound pods holding a job, by pod UID and job.
+func (h *Holder) heldPods() map[string]*v1.Pod {
+	out := map[string]*v1.Pod{}
+	for _, key := range h.indexer.ListIndexFuncValues(heldIndex) {
+		objs, _ := h.indexer.ByIndex(heldIndex, key)
+		for _, o := range objs {
+			pod := o.(*v1.Pod)
+			out[string(pod.UID)+"/"+pod.Annotations[AnnotationJob]] = pod
+		}
+	}
+	return out
+}
+
+// reportLost puts an Event on each pod that held a job before the list
+// and whose job is not among the live ones, once per pod and job.
+func (h *Holder) reportLost(before map[string]*v1.Pod, live map[string]bool) {
+	seen := map[string]bool{}
+	for k, pod := range before {
+		id := pod.Annotations[AnnotationJob]
+		seen[k] = true
+		if live[id] || pod.DeletionTimestamp != nil {
+			continue
+		}
+		h.mu.Lock()
+		done := h.reported[k]
+		h.reported[k] = true
+		h.mu.Unlock()
+		if done {
+			continue
+		}
+		metrics.SlurmPlaceholdersLost.Inc()
+		klog.Background().Info("A pod's placeholder job is gone", "pod", klog.KObj(pod), "job", id, "node", pod.Spec.NodeName)
+		if h.cfg.Recorder != nil {
+			h.cfg.Recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonLost, "Holding",
+				"Slurm job %s, which held this pod's GPUs on %s, is gone: Slurm may give them to another job", id, pod.Spec.NodeName)
+		}
+	}
+	h.mu.Lock()
+	for k := range h.reported {
+		if !seen[k] {
+			delete(h.reported, k)
+		}
+	}
+	h.mu.Unlock()
+}
+
+func (h *Holder) podByUID(uid string) *v1.Pod {
+	objs, err := h.indexer.ByIndex(uidIndex, uid)
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	return objs[0].(*v1.Pod)
+}
+

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
+	"github.com/sluice-sched/sluice/pkg/slurmhold"
+	"github.com/sluice-sched/sluice/test/harness"
+)
+
+// placeholderArgs turn placeholder jobs on, written through Slurm 22.05's
+// commands (its API cannot pin a job to a node), swept every second.
+func (e slurmEnv) placeholderArgs(t *testing.T) *configv1.SlurmConfig {
+	args := e.slurmArgs(e.url, e.tokenFile)
+	args.Commands = ptr.To(e.commands(t))
+	args.Placeholders = &configv1.SlurmPlaceholderConfig{Enabled: ptr.To(os.Getenv("SLUICE_TEST_PLACEHOLDERS_OFF") == ""), TimeoutSeconds: ptr.To[int64](10), ResyncSeconds: ptr.To[int64](1)}
+	return args
+}
+
+// onNode is a pod that needs gpus GPUs and may only go to node.
+func onNode(ns, name, node string, gpus int) *v1.Pod {
+	p := harness.Pod(ns, name).GPUs(gpus).Obj()
+	p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
+	return p
+}
+
+// TestPlaceholderJobsHoldPodGPUs: on nodes shared with slurmd, a pod's GPUs
+// are held in the real Slurm before it is bound. A Slurm job then waits for
+// them; two 4-GPU pods share a node (the placeholders are not counted
+// twice); the indices Slurm gave are on the pod; deleting the pod cancels
+// its job and the waiting Slurm job runs; a placeholder cancelled behind
+// sluice's back is reported on its pod.
+func TestPlaceholderJobsHoldPodGPUs(t *testing.T) {
+	env := liveSlurm(t)
+	t.Cleanup(func() { env.resumeAll(t) })
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	slurmNodes(t, cp, map[string]string{"sluice.dev/slurm-shared": "true"})
+	startScheduler(t, cp, env.placeholderArgs(t))
+
+	// An 8-GPU pod on gpu03: bound with a running placeholder job, whose
+	// GPU indices are on the pod.
+	harness.CreatePods(t, cp.Client, onNode(ns, "eight", "gpu03", 8))
+	harness.WaitForPodsBound(t, cp.Client, ns, "eight")
+	eight := getPod(t, cp, ns, "eight")
+	job := eight.Annotations[slurmhold.AnnotationJob]
+	if job == "" || eight.Annotations[slurmhold.AnnotationNode] != "gpu03" {
+		t.Fatalf("pod eight bound without a placeholder job: annotations %v", eight.Annotations)
+	}
+	show := env.must(t, "scontrol", "-d", "-o", "show", "job", job)
+	for _, want := range []string{"JobName=sluice-" + string(eight.UID), "JobState=RUNNING", "NodeList=gpu03", "GRES=gpu:8(IDX:" + eight.Annotations[slurmhold.AnnotationGPUs] + ")"} {
+		if !strings.Contains(show, want) {
+			t.Fatalf("placeholder job %s lacks %q: %s", job, want, show)
+		}
+	}
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "eight", slurmhold.ReasonHeld, "Slurm job "+job+" holds 8 GPUs")
+
+	// A Slurm job for gpu03's 8 GPUs waits: Slurm sees them used.
+	waiting := strings.TrimSpace(env.must(t, "sbatch", "--parsable", "-w", "gpu03", "--gres=gpu:8", "-o", "/dev/null", "--wrap", "sleep 600"))
+	state := env.waitJob(t, waiting, func(st, reason string) bool { return st != "PENDING" || reason != "None" })
+	if state != "PENDING Resources" {
+		t.Fatalf("Slurm job %s for gpu03's 8 GPUs is %q, want PENDING Resources (the pod holds them)", waiting, state)
+	}
+
+	// Two 4-GPU pods share gpu04: each one's placeholder is its own
+	// request, not Slurm's on top of it.
+	harness.CreatePods(t, cp.Client, onNode(ns, "four-a", "gpu04", 4))
+	harness.WaitForPodsBound(t, cp.Client, ns, "four-a")
+	harness.CreatePods(t, cp.Client, onNode(ns, "four-b", "gpu04", 4))
+	harness.WaitForPodsBound(t, cp.Client, ns, "four-b")
+	a, b := getPod(t, cp, ns, "four-a"), getPod(t, cp, ns, "four-b")
+	if ia, ib := a.Annotations[slurmhold.AnnotationGPUs], b.Annotations[slurmhold.AnnotationGPUs]; ia == "" || ib == "" || ia == ib {
+		t.Fatalf("the two pods on gpu04 hold GPU indices %q and %q, want two different sets", ia, ib)
+	}
+
+	// Deleting the pod cancels its job; the Slurm job that waited runs.
+	deletePod(t, cp, ns, "eight")
+	if st := env.waitJob(t, job, ended); !strings.HasPrefix(st, "CANCELLED") && st != "gone" {
+		t.Fatalf("placeholder job %s of the deleted pod is %q, want CANCELLED", job, st)
+	}
+	if st := env.waitJob(t, waiting, func(st, _ string) bool { return st != "PENDING" }); !strings.HasPrefix(st, "RUNNING") {
+		t.Fatalf("Slurm job %s is %q once the pod is gone, want RUNNING", waiting, st)
+	}
+
+	// A placeholder cancelled behind sluice's back: its pod is reported.
+	env.must(t, "scancel", a.Annotations[slurmhold.AnnotationJob])
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "four-a", slurmhold.ReasonLost, "Slurm job "+a.Annotations[slurmhold.AnnotationJob])
+}
+
+// TestPlaceholderRefusedWhileSlurmIsDown: when Slurm cannot take the
+// placeholder job while the pod binds, the pod is not bound there and its
+// FailedScheduling Event says why. Slurm 22.05 takes placeholder jobs
+// through sbatch, so the write path that goes down is slurmctld's (stopped
+// with SIGSTOP: its RPCs hang until the request timeout); slurmrestd's
+// answers of the last poll keep the node usable in Filter meanwhile. A job
+// slurmctld takes late, once it runs again, is cancelled by the sweep.
+func TestPlaceholderRefusedWhileSlurmIsDown(t *testing.T) {
+	env := liveSlurm(t)
+	t.Cleanup(func() { env.resumeAll(t) })
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	slurmNodes(t, cp, map[string]string{"sluice.dev/slurm-shared": "true"})
+	startScheduler(t, cp, env.placeholderArgs(t))
+	// One pod placed with its placeholder: the scheduler reads Slurm.
+	harness.CreatePods(t, cp.Client, onNode(ns, "first", "gpu08", 1))
+	harness.WaitForPodsBound(t, cp.Client, ns, "first")
+
+	ctld := env.pid(t, "slurmctld")
+	stop := func(on bool) {
+		sig := syscall.SIGCONT
+		if on {
+			sig = syscall.SIGSTOP
+		}
+		if err := syscall.Kill(ctld, sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop(true)
+	t.Cleanup(func() { stop(false) })
+	harness.ExpectNeverBound(t, cp.Client, ns, "refused")
+	harness.CreatePods(t, cp.Client, onNode(ns, "refused", "gpu06", 2))
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "refused", "FailedScheduling", slurmhold.ReasonRefused, "gpu06")
+	stop(false)
+	// Whatever slurmctld took late is cancelled: no job of the pod runs.
+	pod := getPod(t, cp, ns, "refused")
+	harness.Eventually(t, 60*time.Second, func(context.Context) (bool, error) {
+		return !strings.Contains(env.must(t, "squeue", "--noheader", "--format=%j %T"), "sluice-"+string(pod.UID)), nil
+	}, func() string { return "a placeholder job of the refused pod is still queued or running: " + env.must(t, "squeue") })
+}
+
+// TestOrphanPlaceholderCancelled: a placeholder whose pod is deleted while
+// no scheduler runs (the real scheduler process killed) is cancelled by
+// the next scheduler's sweep.
+func TestOrphanPlaceholderCancelled(t *testing.T) {
+	env := liveSlurm(t)
+	t.Cleanup(func() { env.resumeAll(t) })
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	slurmNodes(t, cp, map[string]string{"sluice.dev/slurm-shared": "true"})
+	cfg := harness.LoadShippedConfig(t)
+	harness.SetPluginArgs(t, cfg, "sluice-research", "SlurmNodeState", &configv1.SlurmNodeStateArgs{Slurm: env.placeholderArgs(t)})
+	le := harness.LeaderElection{Namespace: ns, Lease: "sluice-scheduler"}
+
+	first := harness.StartSchedulerProcess(t, cp, cfg, "scheduler-a", le)
+	harness.CreatePods(t, cp.Client, onNode(ns, "held", "gpu07", 4))
+	harness.WaitForPodsBound(t, cp.Client, ns, "held")
+	job := getPod(t, cp, ns, "held").Annotations[slurmhold.AnnotationJob]
+	if job == "" {
+		t.Fatal("pod held bound without a placeholder job")
+	}
+	first.Kill()
+	<-first.Exited()
+	deletePod(t, cp, ns, "held")
+	if st := env.jobState(t, job); st != "RUNNING None" {
+		t.Fatalf("placeholder job %s is %q with no scheduler running, want RUNNING", job, st)
+	}
+
+	harness.StartSchedulerProcess(t, cp, cfg, "scheduler-b", le)
+	if st := env.waitJob(t, job, ended); !strings.HasPrefix(st, "CANCELLED") && st != "gone" {
+		t.Fatalf("orphan placeholder job %s is %q, want CANCELLED by the new leader's sweep", job, st)
+	}
+}
+
+// ended: a job is neither running nor completing (a cancelled job
+// completes first).
+func ended(state, _ string) bool { return state != "RUNNING" && state != "COMPLETING" }
+
+// jobState is "STATE REASON" of a Slurm job, or "gone".
+func (e slurmEnv) jobState(t *testing.T, id string) string {
+	t.Helper()
+	out, err := e.run("scontrol", "-o", "show", "job", id)
+	if err != nil {
+		if strings.Contains(out, "Invalid job id") {
+			return "gone"
+		}
+		t.Fatalf("scontrol show job %s: %v: %s", id, err, out)
+	}
+	var state, reason string
+	for _, f := range strings.Fields(out) {
+		if v, ok := strings.CutPrefix(f, "JobState="); ok {
+			state = v
+		}
+		if v, ok := strings.CutPrefix(f, "Reason="); ok {
+			reason = v
+		}
+	}
+	return state + " " + reason
+}
+
+// waitJob waits until done(state, reason) holds for a Slurm job and returns
+// its "STATE REASON" ("gone" once Slurm forgot it).
+func (e slurmEnv) waitJob(t *testing.T, id string, done func(state, reason string) bool) string {
+	t.Helper()
+	var last string
+	harness.Eventually(t, 60*time.Second, func(context.Context) (bool, error) {
+		last = e.jobState(t, id)
+		if last == "gone" {
+			return true, nil
+		}
+		st, reason, _ := strings.Cut(last, " ")
+		return done(st, reason), nil
+	}, func() string { return fmt.Sprintf("Slurm job %s is %q", id, last) })
+	return last
+}
+
+// pid reads a Slurm daemon's pid file.
+func (e slurmEnv) pid(t *testing.T, daemon string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(e.dir, "pids", daemon+".pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(strings.TrimSpace(string(data)), &pid); err != nil {
+		t.Fatalf("pid file of %s: %v", daemon, err)
+	}
+	return pid
+}
+
+func getPod(t *testing.T, cp *harness.ControlPlane, ns, name string) *v1.Pod {
+	t.Helper()
+	p, err := cp.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// deletePod deletes a pod at once (no kubelet runs it).
+func deletePod(t *testing.T, cp *harness.ControlPlane, ns, name string) {
+	t.Helper()
+	if err := cp.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+}
