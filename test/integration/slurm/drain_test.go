@@ -74,7 +74,7 @@ func TestKubernetesDrainsSlurm(t *testing.T) {
 
 // commands is a directory of Slurm's commands for the scheduler that
 // reach the test Slurm (its slurm.conf is not the host's default).
-func (e slurmEnv) commands(t *testing.T) string {
+func (e slurmEnv) commands(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, cmd := range []string{"scontrol", "sbatch", "squeue", "scancel"} {

@@ -42,7 +42,7 @@ type slurmEnv struct {
 
 // liveSlurm reads the environment of the running test Slurm and checks
 // that it answers; a missing Slurm fails the test (never a skip).
-func liveSlurm(t *testing.T) slurmEnv {
+func liveSlurm(t testing.TB) slurmEnv {
 	t.Helper()
 	dir := os.Getenv("SLURM_CI_DIR")
 	if dir == "" {
@@ -81,7 +81,7 @@ func (e slurmEnv) run(name string, args ...string) (string, error) {
 }
 
 // must runs a Slurm command and fails the test if it fails.
-func (e slurmEnv) must(t *testing.T, name string, args ...string) string {
+func (e slurmEnv) must(t testing.TB, name string, args ...string) string {
 	t.Helper()
 	out, err := e.run(name, args...)
 	if err != nil {
@@ -91,14 +91,14 @@ func (e slurmEnv) must(t *testing.T, name string, args ...string) string {
 }
 
 // nodeState is sinfo's state of a node, e.g. "idle", "drained", "mixed".
-func (e slurmEnv) nodeState(t *testing.T, node string) string {
+func (e slurmEnv) nodeState(t testing.TB, node string) string {
 	t.Helper()
 	return strings.TrimSpace(e.must(t, "sinfo", "-h", "-N", "-n", node, "-o", "%T"))
 }
 
 // resumeAll undoes what tests did to the cluster: jobs cancelled, nodes
 // resumed.
-func (e slurmEnv) resumeAll(t *testing.T) {
+func (e slurmEnv) resumeAll(t testing.TB) {
 	t.Helper()
 	_, _ = e.run("scancel", "--full", "--user=root")
 	for i := 1; i <= 8; i++ {
@@ -196,7 +196,7 @@ func startScheduler(t *testing.T, cp *harness.ControlPlane, slurm *configv1.Slur
 
 // slurmNodes creates the Kubernetes nodes gpu01..gpu08 of the test Slurm
 // (8 GPUs each, marked Slurm-managed), optionally with fabric labels.
-func slurmNodes(t *testing.T, cp *harness.ControlPlane, labels map[string]string) {
+func slurmNodes(t testing.TB, cp *harness.ControlPlane, labels map[string]string) {
 	t.Helper()
 	var nodes []*v1.Node
 	for i := 1; i <= 8; i++ {

@@ -83,8 +83,8 @@ func TestPlaceholderJobsHoldPodGPUs(t *testing.T) {
 	harness.CreatePods(t, cp.Client, onNode(ns, "four-b", "gpu04", 4))
 	harness.WaitForPodsBound(t, cp.Client, ns, "four-b")
 	a, b := getPod(t, cp, ns, "four-a"), getPod(t, cp, ns, "four-b")
-	if ia, ib := a.Annotations[slurmhold.AnnotationGPUs], b.Annotations[slurmhold.AnnotationGPUs]; ia == "" || ib == "" || ia == ib {
-		t.Fatalf("the two pods on gpu04 hold GPU indices %q and %q, want two different sets", ia, ib)
+	if ia, ib := a.Annotations[slurmhold.AnnotationGPUs], b.Annotations[slurmhold.AnnotationGPUs]; !(ia == "0-3" && ib == "4-7") && !(ia == "4-7" && ib == "0-3") {
+		t.Fatalf("the two pods on gpu04 hold GPU indices %q and %q, want 0-3 and 4-7 (disjoint, together the node's 8)", ia, ib)
 	}
 
 	// Deleting the pod cancels its job; the Slurm job that waited runs.
