@@ -24,10 +24,12 @@ import (
 // TestKubernetesDrainsSlurm: Kubernetes taking a node away drains it in
 // the real Slurm, with sluice's reason, and giving it back resumes it:
 // cordon and uncordon, NotReady and Ready again. An admin's drain is never
-// undone, cordoned or not. Slurm 22.05's API cannot update nodes, so the
-// scheduler writes through scontrol (slurm.commands).
-func TestKubernetesDrainsSlurm(t *testing.T) {
-	env := liveSlurm(t)
+// undone, cordoned or not. Slurm 22.05's API cannot update nodes, so there
+// the scheduler writes through scontrol (slurm.commands); on 24.11 through
+// slurmrestd.
+func TestKubernetesDrainsSlurm(t *testing.T) { eachSlurm(t, testKubernetesDrainsSlurm) }
+
+func testKubernetesDrainsSlurm(t *testing.T, env slurmEnv) {
 	t.Cleanup(func() { env.resumeAll(t) })
 	cp := harness.Shared(t)
 	slurmNodes(t, cp, nil)
@@ -37,8 +39,7 @@ func TestKubernetesDrainsSlurm(t *testing.T) {
 		_ = cp.Client.CoreV1().Events("default").DeleteCollection(context.Background(), metav1.DeleteOptions{},
 			metav1.ListOptions{FieldSelector: "involvedObject.kind=Node"})
 	})
-	args := env.slurmArgs(env.url, env.tokenFile)
-	args.Commands = ptr.To(env.commands(t))
+	args := env.writes(t, env.slurmArgs(env.url, env.tokenFile))
 	args.Drain = &configv1.SlurmDrainConfig{Enabled: ptr.To(true)}
 	startScheduler(t, cp, args)
 
@@ -76,6 +77,9 @@ func TestKubernetesDrainsSlurm(t *testing.T) {
 // reach the test Slurm (its slurm.conf is not the host's default).
 func (e slurmEnv) commands(t testing.TB) string {
 	t.Helper()
+	if e.bin != "" {
+		return e.bin
+	}
 	dir := t.TempDir()
 	for _, cmd := range []string{"scontrol", "sbatch", "squeue", "scancel"} {
 		script := fmt.Sprintf("#!/bin/sh\nSLURM_CONF=%q exec %s \"$@\"\n", e.conf, cmd)

@@ -29,8 +29,13 @@ func TestMain(m *testing.M) {
 	harness.Main(m, harness.WithCRDs("manifests/crds/scheduling.x-k8s.io_podgroups.yaml"))
 }
 
-// slurmEnv is what hack/slurm-up.sh wrote to $SLURM_CI_DIR/slurm.env.
+// slurmEnv is a running test Slurm: 22.05 on the host (hack/slurm-up.sh,
+// $SLURM_CI_DIR/slurm.env) or 24.11 in a Debian trixie chroot
+// (hack/slurm24-up.sh, $SLURM24_HOSTDIR/slurm24.env).
 type slurmEnv struct {
+	// name is the version, as subtests are named.
+	name string
+	// dir holds pids/ (and, for 22.05, the state).
 	dir       string
 	conf      string
 	url       string
@@ -38,19 +43,23 @@ type slurmEnv struct {
 	user      string
 	tokenFile string
 	topology  string
+	// bin is the directory of this Slurm's client commands (wrappers
+	// that enter the chroot); empty: the host's, with SLURM_CONF=conf.
+	bin string
+	// restWrites: slurmrestd's API (v0.0.39 and later) can update nodes
+	// and pin jobs, so sluice writes through it; otherwise through the
+	// commands (slurm.commands).
+	restWrites bool
+	// up (re)starts whatever of this Slurm is not running.
+	up string
 }
 
-// liveSlurm reads the environment of the running test Slurm and checks
-// that it answers; a missing Slurm fails the test (never a skip).
-func liveSlurm(t testing.TB) slurmEnv {
+// readEnv reads the export lines of an env file.
+func readEnv(t testing.TB, file, hint string) map[string]string {
 	t.Helper()
-	dir := os.Getenv("SLURM_CI_DIR")
-	if dir == "" {
-		dir = "/tmp/slurm-ci"
-	}
-	f, err := os.Open(filepath.Join(dir, "slurm.env"))
+	f, err := os.Open(file)
 	if err != nil {
-		t.Fatalf("no running test Slurm (%v): run hack/slurm-up.sh first (.ci/run does)", err)
+		t.Fatalf("no running test Slurm (%v): run %s first (make test and .ci/run do)", err, hint)
 	}
 	defer f.Close()
 	vars := map[string]string{}
@@ -58,24 +67,82 @@ func liveSlurm(t testing.TB) slurmEnv {
 	for sc.Scan() {
 		line := strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export ")
 		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(k, "#") {
-			vars[k] = v
+			vars[k] = strings.Trim(v, `"`)
 		}
 	}
-	env := slurmEnv{dir: dir, conf: vars["SLURM_CONF"], url: vars["SLURMRESTD_URL"], socket: vars["SLURMRESTD_SOCKET"],
-		user: vars["SLURMRESTD_USER"], tokenFile: vars["SLURMRESTD_TOKEN_FILE"], topology: vars["SLURM_TOPOLOGY_CONF"]}
-	if env.url == "" || env.tokenFile == "" {
-		t.Fatalf("%s/slurm.env lacks SLURMRESTD_URL or SLURMRESTD_TOKEN_FILE; re-run hack/slurm-up.sh", dir)
+	return vars
+}
+
+// liveSlurm is the test Slurm 22.05; a missing Slurm fails the test (never
+// a skip).
+func liveSlurm(t testing.TB) slurmEnv {
+	t.Helper()
+	dir := os.Getenv("SLURM_CI_DIR")
+	if dir == "" {
+		dir = "/tmp/slurm-ci"
 	}
-	if out, err := env.run("scontrol", "ping"); err != nil || !strings.Contains(out, "UP") {
-		t.Fatalf("test Slurm is not answering (scontrol ping: %q, %v): run hack/slurm-up.sh", out, err)
-	}
+	vars := readEnv(t, filepath.Join(dir, "slurm.env"), "hack/slurm-up.sh")
+	env := slurmEnv{name: "22.05", dir: dir, conf: vars["SLURM_CONF"], url: vars["SLURMRESTD_URL"], socket: vars["SLURMRESTD_SOCKET"],
+		user: vars["SLURMRESTD_USER"], tokenFile: vars["SLURMRESTD_TOKEN_FILE"], topology: vars["SLURM_TOPOLOGY_CONF"],
+		up: filepath.Join(harness.ModuleRoot(t), "hack", "slurm-up.sh")}
+	env.check(t)
 	return env
+}
+
+// liveSlurm24 is the test Slurm 24.11 (slurmrestd v0.0.40-v0.0.42).
+func liveSlurm24(t testing.TB) slurmEnv {
+	t.Helper()
+	dir := os.Getenv("SLURM24_HOSTDIR")
+	if dir == "" {
+		dir = "/var/tmp/trixie/var/tmp/slurm24"
+	}
+	vars := readEnv(t, filepath.Join(dir, "slurm24.env"), "hack/slurm24-up.sh")
+	env := slurmEnv{name: "24.11", dir: dir, url: vars["SLURMRESTD_URL"], socket: vars["SLURMRESTD_SOCKET"],
+		user: vars["SLURMRESTD_USER"], tokenFile: vars["SLURMRESTD_TOKEN_FILE"], topology: filepath.Join(dir, "etc", "topology.conf"),
+		bin: vars["SLURM24_BIN"], restWrites: true, up: filepath.Join(harness.ModuleRoot(t), "hack", "slurm24-up.sh")}
+	env.check(t)
+	return env
+}
+
+func (e slurmEnv) check(t testing.TB) {
+	t.Helper()
+	if e.url == "" || e.tokenFile == "" {
+		t.Fatalf("Slurm %s: its env file lacks SLURMRESTD_URL or SLURMRESTD_TOKEN_FILE; re-run %s", e.name, e.up)
+	}
+	if out, err := e.run("scontrol", "ping"); err != nil || !strings.Contains(out, "UP") {
+		t.Fatalf("test Slurm %s is not answering (scontrol ping: %q, %v): run %s", e.name, out, err, e.up)
+	}
+}
+
+// eachSlurm runs f as a subtest against each test Slurm: 22.05 and 24.11.
+func eachSlurm(t *testing.T, f func(t *testing.T, env slurmEnv)) {
+	for _, s := range []struct {
+		name string
+		live func(testing.TB) slurmEnv
+	}{{"slurm-22.05", liveSlurm}, {"slurm-24.11", liveSlurm24}} {
+		t.Run(s.name, func(t *testing.T) { f(t, s.live(t)) })
+	}
+}
+
+// writes makes the scheduler write to this Slurm as it can: through
+// slurmrestd, or through the commands where the API cannot.
+func (e slurmEnv) writes(t testing.TB, args *configv1.SlurmConfig) *configv1.SlurmConfig {
+	if !e.restWrites {
+		args.Commands = ptr.To(e.commands(t))
+	}
+	return args
 }
 
 // run runs a Slurm command against the test cluster.
 func (e slurmEnv) run(name string, args ...string) (string, error) {
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+e.conf)
+	path := name
+	if e.bin != "" {
+		path = filepath.Join(e.bin, name)
+	}
+	cmd := exec.Command(path, args...)
+	if e.conf != "" {
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+e.conf)
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -7,8 +7,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,8 +22,9 @@ import (
 // there within a poll interval, a pod that can only go there is told why in
 // Slurm's own words, and when the node is resumed that pod is placed (it is
 // requeued by the Slurm change, not by a timer).
-func TestDrainAndResume(t *testing.T) {
-	env := liveSlurm(t)
+func TestDrainAndResume(t *testing.T) { eachSlurm(t, testDrainAndResume) }
+
+func testDrainAndResume(t *testing.T, env slurmEnv) {
 	t.Cleanup(func() { env.resumeAll(t) })
 	cp := harness.Shared(t)
 	ns := harness.NewNamespace(t, cp.Client)
@@ -74,8 +76,9 @@ func TestDrainAndResume(t *testing.T) {
 // TestSharedNodeGPUsHeldBySlurm: on a node where slurmd runs beside
 // kubelet, a Slurm job holding 6 of 8 GPUs leaves 2 for pods: a 4-GPU pod
 // does not go there, a 2-GPU pod may.
-func TestSharedNodeGPUsHeldBySlurm(t *testing.T) {
-	env := liveSlurm(t)
+func TestSharedNodeGPUsHeldBySlurm(t *testing.T) { eachSlurm(t, testSharedNodeGPUsHeldBySlurm) }
+
+func testSharedNodeGPUsHeldBySlurm(t *testing.T, env slurmEnv) {
 	t.Cleanup(func() { env.resumeAll(t) })
 	cp := harness.Shared(t)
 	ns := harness.NewNamespace(t, cp.Client)
@@ -103,8 +106,9 @@ func TestSharedNodeGPUsHeldBySlurm(t *testing.T) {
 // used (a drained node stays out, the others are used); after maxStaleness
 // Slurm-managed nodes fail closed, with the reason in the pod's event; when
 // slurmrestd is back, the waiting pod is placed.
-func TestSlurmrestdDown(t *testing.T) {
-	env := liveSlurm(t)
+func TestSlurmrestdDown(t *testing.T) { eachSlurm(t, testSlurmrestdDown) }
+
+func testSlurmrestdDown(t *testing.T, env slurmEnv) {
 	t.Cleanup(func() {
 		restartRestd(t, env)
 		env.resumeAll(t)
@@ -146,8 +150,9 @@ func TestSlurmrestdDown(t *testing.T) {
 // TestWrongToken: a token slurmrestd rejects is a clear error in the
 // events of the pods it keeps waiting (failing closed), not a crash; the
 // scheduler keeps running and serves other nodes.
-func TestWrongToken(t *testing.T) {
-	env := liveSlurm(t)
+func TestWrongToken(t *testing.T) { eachSlurm(t, testWrongToken) }
+
+func testWrongToken(t *testing.T, env slurmEnv) {
 	cp := harness.Shared(t)
 	ns := harness.NewNamespace(t, cp.Client)
 	slurmNodes(t, cp, nil)
@@ -169,8 +174,9 @@ func TestWrongToken(t *testing.T) {
 
 // TestUnixSocket reads Slurm's state over slurmrestd's unix socket (local
 // auth, no token).
-func TestUnixSocket(t *testing.T) {
-	env := liveSlurm(t)
+func TestUnixSocket(t *testing.T) { eachSlurm(t, testUnixSocket) }
+
+func testUnixSocket(t *testing.T, env slurmEnv) {
 	t.Cleanup(func() { env.resumeAll(t) })
 	cp := harness.Shared(t)
 	ns := harness.NewNamespace(t, cp.Client)
@@ -184,20 +190,17 @@ func TestUnixSocket(t *testing.T) {
 
 func killRestd(t *testing.T, env slurmEnv) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(env.dir, "pids", "slurmrestd.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := env.run("kill", strings.TrimSpace(string(data))); err != nil {
-		t.Fatalf("killing slurmrestd: %v %s", err, out)
+	if err := syscall.Kill(env.pid(t, "slurmrestd"), syscall.SIGTERM); err != nil {
+		t.Fatalf("killing slurmrestd: %v", err)
 	}
 }
 
+// restartRestd starts whatever of the test Slurm is not running (its up
+// script is idempotent).
 func restartRestd(t *testing.T, env slurmEnv) {
 	t.Helper()
-	root := harness.ModuleRoot(t)
-	out, err := env.run("bash", filepath.Join(root, "hack", "slurm-up.sh"))
+	out, err := exec.Command("bash", env.up).CombinedOutput()
 	if err != nil {
-		t.Fatalf("hack/slurm-up.sh: %v\n%s", err, out)
+		t.Fatalf("%s: %v\n%s", env.up, err, out)
 	}
 }

@@ -22,11 +22,11 @@ import (
 	"github.com/sluice-sched/sluice/test/harness"
 )
 
-// placeholderArgs turn placeholder jobs on, written through Slurm 22.05's
-// commands (its API cannot pin a job to a node), swept every second.
+// placeholderArgs turn placeholder jobs on, swept every second, submitted
+// through slurmrestd (24.11) or sbatch (22.05, whose API cannot pin a job
+// to a node).
 func (e slurmEnv) placeholderArgs(t *testing.T) *configv1.SlurmConfig {
-	args := e.slurmArgs(e.url, e.tokenFile)
-	args.Commands = ptr.To(e.commands(t))
+	args := e.writes(t, e.slurmArgs(e.url, e.tokenFile))
 	args.Placeholders = &configv1.SlurmPlaceholderConfig{Enabled: ptr.To(os.Getenv("SLUICE_TEST_PLACEHOLDERS_OFF") == ""), TimeoutSeconds: ptr.To[int64](10), ResyncSeconds: ptr.To[int64](1)}
 	return args
 }
@@ -44,8 +44,9 @@ func onNode(ns, name, node string, gpus int) *v1.Pod {
 // twice); the indices Slurm gave are on the pod; deleting the pod cancels
 // its job and the waiting Slurm job runs; a placeholder cancelled behind
 // sluice's back is reported on its pod.
-func TestPlaceholderJobsHoldPodGPUs(t *testing.T) {
-	env := liveSlurm(t)
+func TestPlaceholderJobsHoldPodGPUs(t *testing.T) { eachSlurm(t, testPlaceholderJobsHoldPodGPUs) }
+
+func testPlaceholderJobsHoldPodGPUs(t *testing.T, env slurmEnv) {
 	t.Cleanup(func() { env.resumeAll(t) })
 	cp := harness.Shared(t)
 	ns := harness.NewNamespace(t, cp.Client)
@@ -109,7 +110,10 @@ func TestPlaceholderJobsHoldPodGPUs(t *testing.T) {
 // answers of the last poll keep the node usable in Filter meanwhile. A job
 // slurmctld takes late, once it runs again, is cancelled by the sweep.
 func TestPlaceholderRefusedWhileSlurmIsDown(t *testing.T) {
-	env := liveSlurm(t)
+	eachSlurm(t, testPlaceholderRefusedWhileSlurmIsDown)
+}
+
+func testPlaceholderRefusedWhileSlurmIsDown(t *testing.T, env slurmEnv) {
 	t.Cleanup(func() { env.resumeAll(t) })
 	cp := harness.Shared(t)
 	ns := harness.NewNamespace(t, cp.Client)
@@ -139,14 +143,17 @@ func TestPlaceholderRefusedWhileSlurmIsDown(t *testing.T) {
 	pod := getPod(t, cp, ns, "refused")
 	harness.Eventually(t, 60*time.Second, func(context.Context) (bool, error) {
 		return !strings.Contains(env.must(t, "squeue", "--noheader", "--format=%j %T"), "sluice-"+string(pod.UID)), nil
-	}, func() string { return "a placeholder job of the refused pod is still queued or running: " + env.must(t, "squeue") })
+	}, func() string {
+		return "a placeholder job of the refused pod is still queued or running: " + env.must(t, "squeue")
+	})
 }
 
 // TestOrphanPlaceholderCancelled: a placeholder whose pod is deleted while
 // no scheduler runs (the real scheduler process killed) is cancelled by
 // the next scheduler's sweep.
-func TestOrphanPlaceholderCancelled(t *testing.T) {
-	env := liveSlurm(t)
+func TestOrphanPlaceholderCancelled(t *testing.T) { eachSlurm(t, testOrphanPlaceholderCancelled) }
+
+func testOrphanPlaceholderCancelled(t *testing.T, env slurmEnv) {
 	t.Cleanup(func() { env.resumeAll(t) })
 	cp := harness.Shared(t)
 	ns := harness.NewNamespace(t, cp.Client)

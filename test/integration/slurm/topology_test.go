@@ -18,7 +18,10 @@ import (
 // (leaf1 = gpu01-04, leaf2 = gpu05-08, one spine) as the fabric source
 // places gangs exactly as node labels describing the same tree do.
 func TestTopologyConfPlacesGangsLikeLabels(t *testing.T) {
-	env := liveSlurm(t)
+	eachSlurm(t, testTopologyConfPlacesGangsLikeLabels)
+}
+
+func testTopologyConfPlacesGangsLikeLabels(t *testing.T, env slurmEnv) {
 	if env.topology == "" {
 		t.Fatal("slurm.env has no SLURM_TOPOLOGY_CONF; re-run hack/slurm-up.sh")
 	}
