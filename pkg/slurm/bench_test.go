@@ -109,4 +109,3 @@ func BenchmarkPollNodes(b *testing.B) {
 		})
 	}
 }
-

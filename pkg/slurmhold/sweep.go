@@ -173,4 +173,3 @@ func (h *Holder) podByUID(uid string) *v1.Pod {
 	}
 	return objs[0].(*v1.Pod)
 }
-

@@ -64,7 +64,7 @@ type Runtime interface {
 type SlurmNodeState struct {
 	rt       Runtime
 	handle   fwk.Handle
-	view     *slurm.View // nil until sealed, and when Slurm is off
+	view     *slurm.View       // nil until sealed, and when Slurm is off
 	holder   *slurmhold.Holder // nil until sealed, and when placeholders are off
 	recorder events.EventRecorder
 	// rejected are pods turned away for Slurm reasons, retried when the
