@@ -23,7 +23,7 @@ import (
 // back from a real 24.11 answer (job_state a list, indices in gres_detail),
 // and cancelled; a job Slurm does not know reads as nil.
 func TestPlaceholderOverREST(t *testing.T) {
-	job, err := os.ReadFile("testdata/responses/job-rest-placeholder-v0.0.42.json")
+	job, err := os.ReadFile("testdata/jobs/job-rest-placeholder-v0.0.42.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestPlaceholderNeedsAPinningAPI(t *testing.T) {
 // gets each argument whole (a comment with spaces is one argument).
 func TestPlaceholderCommands(t *testing.T) {
 	dir := t.TempDir()
-	show, err := os.ReadFile("testdata/responses/scontrol-show-job-22.05.txt")
+	show, err := os.ReadFile("testdata/jobs/scontrol-show-job-22.05.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -257,7 +257,7 @@ func (h *Holder) Hold(ctx context.Context, pod *v1.Pod, node *v1.Node, gpus int6
 		Node: slurmName, Partition: h.cfg.Partition, GRES: h.cfg.View.Config().GRESName, GPUs: gpus,
 	})
 	if err != nil {
-		return fail("error", fmt.Errorf("Slurm did not take a placeholder job for %d GPUs on %s: %w", gpus, slurmName, err))
+		return fail("error", fmt.Errorf("submitting a placeholder job for %d GPUs on %s: %w", gpus, slurmName, err))
 	}
 	h.setInFlight(id, true)
 	job, err := h.waitRunning(ctx, id)
@@ -272,7 +272,7 @@ func (h *Holder) Hold(ctx context.Context, pod *v1.Pod, node *v1.Node, gpus int6
 		} else if job != nil {
 			result = "refused"
 		}
-		return fail(result, fmt.Errorf("Slurm did not run placeholder job %s (%d GPUs on %s): %w", id, gpus, slurmName, err))
+		return fail(result, fmt.Errorf("placeholder job %s (%d GPUs on %s) did not run: %w", id, gpus, slurmName, err))
 	}
 	metrics.SlurmPlaceholderWait.WithLabelValues("running").Observe(time.Since(start).Seconds())
 	hold := &Hold{JobID: id, Node: node.Name, Indexes: job.Indexes(h.cfg.View.Config().GRESName), GPUs: gpus}
@@ -316,7 +316,7 @@ func (h *Holder) waitRunning(ctx context.Context, id string) (*slurm.Job, error)
 		case err != nil:
 			lastErr = err
 		case job == nil:
-			return nil, fmt.Errorf("Slurm no longer knows it")
+			return nil, fmt.Errorf("slurmctld no longer knows it")
 		case job.Running():
 			return job, nil
 		case job.Ended():

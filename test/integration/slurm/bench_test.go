@@ -21,7 +21,8 @@ import (
 const bindPods = 100
 
 // BenchmarkPlaceholderBind measures what a placeholder job adds to a pod's
-// bind on a shared node of the real Slurm 22.05: 100 one-GPU pods, one at a
+// bind on a shared node of the real Slurm (22.05 through sbatch, 24.11
+// through slurmrestd): 100 one-GPU pods, one at a
 // time (each deleted once bound, which cancels its job), from the create
 // call to the pod seen bound, with placeholders off and on in the same run
 // (the same scheduler, nodes and Slurm). Reported: p50 and p99 of each, and
@@ -29,15 +30,22 @@ const bindPods = 100
 //
 //	go test -run '^$' -bench PlaceholderBind -benchtime 1x -count 3 ./test/integration/slurm/
 func BenchmarkPlaceholderBind(b *testing.B) {
-	env := liveSlurm(b)
+	for _, s := range []struct {
+		name string
+		live func(testing.TB) slurmEnv
+	}{{"slurm-22.05", liveSlurm}, {"slurm-24.11", liveSlurm24}} {
+		b.Run(s.name, func(b *testing.B) { benchmarkPlaceholderBind(b, s.live(b)) })
+	}
+}
+
+func benchmarkPlaceholderBind(b *testing.B, env slurmEnv) {
 	b.Cleanup(func() { env.resumeAll(b) })
 	cp := harness.Shared(b)
 	slurmNodes(b, cp, map[string]string{"sluice.dev/slurm-shared": "true"})
 	for b.Loop() {
 		p50 := map[bool]float64{}
 		for _, on := range []bool{false, true} {
-			args := env.slurmArgs(env.url, env.tokenFile)
-			args.Commands = ptr.To(env.commands(b))
+			args := env.writes(b, env.slurmArgs(env.url, env.tokenFile))
 			args.Placeholders = &configv1.SlurmPlaceholderConfig{Enabled: ptr.To(on), TimeoutSeconds: ptr.To[int64](30), ResyncSeconds: ptr.To[int64](1)}
 			lat := bindLatencies(b, cp, args)
 			name := map[bool]string{false: "off", true: "placeholders"}[on]
