@@ -6,7 +6,6 @@ package slurm
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -158,35 +157,23 @@ func (r *rawJob) job() (Job, error) {
 }
 
 type jobsResponse struct {
-	Jobs   []rawJob        `json:"jobs"`
-	Errors []responseError `json:"errors"`
+	Jobs []rawJob `json:"jobs"`
 }
 
 // Job reads one job: GET .../job/{id}. slurmrestd answers an unknown job
-// with an error (HTTP 500 or 404, error 2017 "Invalid job id specified").
+// with an error (error 2017, "Invalid job id specified").
 func (c *Client) Job(ctx context.Context, id string) (*Job, error) {
 	version, err := c.writingVersion(ctx, "read jobs")
 	if err != nil {
 		return nil, err
 	}
-	path := "/slurm/" + version + "/job/" + url.PathEscape(id)
-	status, answer, err := c.do(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return nil, err
-	}
 	var resp jobsResponse
-	jsonErr := json.Unmarshal(answer, &resp)
-	if jsonErr == nil && unknownJob(resp.Errors) {
-		return nil, nil
-	}
-	if err := statusError(http.MethodGet, path, status, answer); err != nil {
+	path := "/slurm/" + version + "/job/" + url.PathEscape(id)
+	if err := c.call(ctx, http.MethodGet, path, nil, &resp); err != nil {
+		if unknownJob(err) {
+			return nil, nil
+		}
 		return nil, err
-	}
-	if jsonErr != nil {
-		return nil, &RequestError{Kind: ErrKindGarbage, Err: fmt.Errorf("slurmrestd GET %s: %w", path, jsonErr)}
-	}
-	if len(resp.Errors) > 0 {
-		return nil, &RequestError{Kind: ErrKindServer, Err: fmt.Errorf("slurmrestd GET %s: %s", path, joinErrors(resp.Errors))}
 	}
 	for i := range resp.Jobs {
 		j, err := resp.Jobs[i].job()
@@ -200,15 +187,11 @@ func (c *Client) Job(ctx context.Context, id string) (*Job, error) {
 	return nil, nil
 }
 
-// unknownJob reports whether errors[] says the job does not exist (Slurm
-// error 2017, ESLURM_INVALID_JOB_ID).
-func unknownJob(errs []responseError) bool {
-	for _, e := range errs {
-		if (e.ErrorNumber != nil && *e.ErrorNumber == 2017) || (e.Errno != nil && *e.Errno == 2017) || strings.Contains(e.Description, "Invalid job id") || strings.Contains(e.Error, "Invalid job id") {
-			return true
-		}
-	}
-	return false
+// unknownJob reports whether an error is Slurm's answer about a job it does
+// not know (ESLURM_INVALID_JOB_ID: slurmrestd's errors[] and the commands
+// print the same words).
+func unknownJob(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Invalid job id")
 }
 
 // Jobs lists jobs: GET .../jobs, filtered by name here (slurmrestd has no
@@ -244,8 +227,7 @@ func (c *Client) CancelJob(ctx context.Context, id string) error {
 		return err
 	}
 	err = c.call(ctx, http.MethodDelete, "/slurm/"+version+"/job/"+url.PathEscape(id), nil, nil)
-	var re *RequestError
-	if errors.As(err, &re) && strings.Contains(re.Err.Error(), "Invalid job id") {
+	if unknownJob(err) {
 		return nil
 	}
 	return err
@@ -273,10 +255,10 @@ func (c Commands) SubmitPlaceholder(ctx context.Context, p Placeholder) (string,
 // Job runs scontrol -d -o show job <id> (-d adds the GRES indices).
 func (c Commands) Job(ctx context.Context, id string) (*Job, error) {
 	out, err := c.run(ctx, "scontrol", "-d", "-o", "show", "job", id)
+	if unknownJob(err) {
+		return nil, nil
+	}
 	if err != nil {
-		if strings.Contains(err.Error(), "Invalid job id") {
-			return nil, nil
-		}
 		return nil, err
 	}
 	for _, line := range strings.Split(out, "\n") {
@@ -340,8 +322,8 @@ func (c Commands) Jobs(ctx context.Context, prefix string) ([]Job, error) {
 
 // CancelJob runs scancel (which does not fail for a job that has ended).
 func (c Commands) CancelJob(ctx context.Context, id string) error {
-	out, err := c.run(ctx, "scancel", id)
-	if err != nil && strings.Contains(err.Error()+out, "Invalid job id") {
+	_, err := c.run(ctx, "scancel", id)
+	if unknownJob(err) {
 		return nil
 	}
 	return err

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -76,22 +75,6 @@ func TestPlaceholderOverREST(t *testing.T) {
 	}
 	if got := requests[len(requests)-1]; got != "DELETE /slurm/v0.0.42/job/6" {
 		t.Errorf("cancel sent %q", got)
-	}
-}
-
-// TestPlaceholderNeedsAPinningAPI: 22.05's v0.0.38 cannot pin a job to a
-// node; the error says to use the commands, without a request.
-func TestPlaceholderNeedsAPinningAPI(t *testing.T) {
-	requests := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { requests++ }))
-	t.Cleanup(srv.Close)
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "jwt")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.SubmitPlaceholder(context.Background(), Placeholder{Name: "x", Node: "gpu01", GRES: "gpu", GPUs: 1})
-	if err == nil || !strings.Contains(err.Error(), "cannot pin a job to a node") || !strings.Contains(err.Error(), "slurm.commands") || requests != 0 {
-		t.Errorf("submit over v0.0.38: %v (%d requests), want a refusal naming slurm.commands", err, requests)
 	}
 }
 

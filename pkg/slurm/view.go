@@ -228,6 +228,9 @@ func (v *View) HeldGPUs(node *v1.Node, n *Node) int64 {
 		return 0
 	}
 	_, used := n.GPUs(v.cfg.GRESName)
+	if used == 0 {
+		return 0
+	}
 	v.mu.Lock()
 	placeholders := v.placeholders
 	v.mu.Unlock()

@@ -59,9 +59,10 @@ func TestNodeUpdates(t *testing.T) {
 	}
 }
 
-// TestNodeUpdatesNeedAWritingAPI: Slurm 22.05's v0.0.38 cannot update
-// nodes; the error says so and what to use instead, without a request.
-func TestNodeUpdatesNeedAWritingAPI(t *testing.T) {
+// TestWritesNeedAWritingAPI: Slurm 22.05's v0.0.38 can neither update
+// nodes nor pin a job to a node; the errors say so and what to use
+// instead, without a request.
+func TestWritesNeedAWritingAPI(t *testing.T) {
 	requests := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { requests++ }))
 	t.Cleanup(srv.Close)
@@ -72,6 +73,10 @@ func TestNodeUpdatesNeedAWritingAPI(t *testing.T) {
 	err = c.DrainNode(context.Background(), "gpu01", "sluice: x")
 	if err == nil || !strings.Contains(err.Error(), "v0.0.38 cannot update nodes") || !strings.Contains(err.Error(), "slurm.commands") || requests != 0 {
 		t.Errorf("drain over v0.0.38: %v (%d requests), want a refusal naming slurm.commands and no request", err, requests)
+	}
+	_, err = c.SubmitPlaceholder(context.Background(), Placeholder{Name: "x", Node: "gpu01", GRES: "gpu", GPUs: 1})
+	if err == nil || !strings.Contains(err.Error(), "v0.0.38 cannot pin a job to a node") || !strings.Contains(err.Error(), "slurm.commands") || requests != 0 {
+		t.Errorf("placeholder over v0.0.38: %v (%d requests), want a refusal naming slurm.commands and no request", err, requests)
 	}
 }
 

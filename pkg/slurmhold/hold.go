@@ -25,7 +25,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -216,15 +215,6 @@ func (h *Holder) Needs(pod *v1.Pod, node *v1.Node) int64 {
 	return capacity.ShapeOf(pod).Scalar[cfg.GPUResource]
 }
 
-// Refused reports whether Slurm recently did not run the pod's placeholder
-// on the node (the pod should go elsewhere meanwhile).
-func (h *Holder) Refused(pod *v1.Pod, nodeName string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	until, ok := h.refused[pod.UID][nodeName]
-	return ok && time.Now().Before(until)
-}
-
 func (h *Holder) refuse(pod *v1.Pod, nodeName string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -261,7 +251,7 @@ func (h *Holder) Hold(ctx context.Context, pod *v1.Pod, node *v1.Node, gpus int6
 	}
 	h.setInFlight(id, true)
 	job, err := h.waitRunning(ctx, id)
-	if err == nil && !strings.Contains(","+job.Nodes+",", ","+slurmName+",") {
+	if err == nil && job.Nodes != slurmName {
 		err = fmt.Errorf("it runs on %q, not %s", job.Nodes, slurmName)
 	}
 	if err != nil {

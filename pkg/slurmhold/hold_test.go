@@ -172,7 +172,7 @@ func TestHoldTimesOut(t *testing.T) {
 	if len(f.jobs.cancelled) != 1 {
 		t.Errorf("cancelled %v, want the job", f.jobs.cancelled)
 	}
-	if !f.h.Refused(pod, "gpu01") || f.h.Refused(pod, "gpu02") || len(f.h.RefusedNodes(pod)) != 1 {
+	if got := f.h.RefusedNodes(pod); len(got) != 1 || got[0] != "gpu01" {
 		t.Errorf("refused nodes %v, want gpu01", f.h.RefusedNodes(pod))
 	}
 }

@@ -6,6 +6,7 @@ package slurmnodestate
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -23,6 +24,9 @@ const preFilterStateKey fwk.StateKey = "PreFilter" + Name
 type preFilterState struct {
 	slurm.Reading
 	gpus int64 // the pod's GPU request
+	// refused are the nodes whose Slurm recently did not run the pod's
+	// placeholder job.
+	refused []string
 }
 
 // Clone returns the state: it is not changed after PreFilter.
@@ -39,7 +43,11 @@ func (pl *SlurmNodeState) PreFilter(ctx context.Context, state fwk.CycleState, p
 		// Failing open with nothing to read.
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	state.Write(preFilterStateKey, &preFilterState{Reading: r, gpus: capacity.ShapeOf(pod).Scalar[pl.view.Config().GPUResource]})
+	s := &preFilterState{Reading: r, gpus: capacity.ShapeOf(pod).Scalar[pl.view.Config().GPUResource]}
+	if s.gpus > 0 && pl.holder != nil {
+		s.refused = pl.holder.RefusedNodes(pod)
+	}
+	state.Write(preFilterStateKey, s)
 	return nil, nil
 }
 
@@ -88,7 +96,7 @@ func (pl *SlurmNodeState) Filter(ctx context.Context, state fwk.CycleState, pod 
 		klog.FromContext(ctx).V(5).Info("Node rejected by Slurm state", "pod", klog.KObj(pod), "node", node.Name, "slurmNode", name, "state", n.StateString(), "reason", n.Reason)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 	}
-	if s.gpus > 0 && pl.holder != nil && pl.holder.Refused(pod, node.Name) {
+	if slices.Contains(s.refused, node.Name) {
 		pl.rejected.Add(pod)
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: Slurm did not run this pod's placeholder job on %s recently; trying other nodes", slurmhold.ReasonRefused, name))
 	}

@@ -30,10 +30,7 @@ const bindPods = 100
 //
 //	go test -run '^$' -bench PlaceholderBind -benchtime 1x -count 3 ./test/integration/slurm/
 func BenchmarkPlaceholderBind(b *testing.B) {
-	for _, s := range []struct {
-		name string
-		live func(testing.TB) slurmEnv
-	}{{"slurm-22.05", liveSlurm}, {"slurm-24.11", liveSlurm24}} {
+	for _, s := range slurms {
 		b.Run(s.name, func(b *testing.B) { benchmarkPlaceholderBind(b, s.live(b)) })
 	}
 }

@@ -114,12 +114,15 @@ func (e slurmEnv) check(t testing.TB) {
 	}
 }
 
+// slurms are the test Slurms, by subtest name.
+var slurms = []struct {
+	name string
+	live func(testing.TB) slurmEnv
+}{{"slurm-22.05", liveSlurm}, {"slurm-24.11", liveSlurm24}}
+
 // eachSlurm runs f as a subtest against each test Slurm: 22.05 and 24.11.
 func eachSlurm(t *testing.T, f func(t *testing.T, env slurmEnv)) {
-	for _, s := range []struct {
-		name string
-		live func(testing.TB) slurmEnv
-	}{{"slurm-22.05", liveSlurm}, {"slurm-24.11", liveSlurm24}} {
+	for _, s := range slurms {
 		t.Run(s.name, func(t *testing.T) { f(t, s.live(t)) })
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -188,11 +189,28 @@ func testUnixSocket(t *testing.T, env slurmEnv) {
 	waitSchedulerSees(t, cp, ns, "gpu07", 1, "FailedScheduling", "Slurm node gpu07 is DOWN", "socket test")
 }
 
+// killRestd stops slurmrestd (TCP) and waits until it is gone.
 func killRestd(t *testing.T, env slurmEnv) {
 	t.Helper()
-	if err := syscall.Kill(env.pid(t, "slurmrestd"), syscall.SIGTERM); err != nil {
+	pid := env.pid(t, "slurmrestd")
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Fatalf("killing slurmrestd: %v", err)
 	}
+	harness.Eventually(t, 30*time.Second, func(context.Context) (bool, error) {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		return err != nil || strings.TrimSpace(string(comm)) != "slurmrestd" || zombie(pid), nil
+	}, func() string { return fmt.Sprintf("slurmrestd (pid %d) still runs", pid) })
+}
+
+// zombie reports whether a process has exited and waits for its parent.
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// "pid (comm) S ...": the state follows the last ')'.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 // restartRestd starts whatever of the test Slurm is not running (its up

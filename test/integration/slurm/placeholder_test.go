@@ -31,6 +31,19 @@ func (e slurmEnv) placeholderArgs(t *testing.T) *configv1.SlurmConfig {
 	return args
 }
 
+// placeholderScheduler gives a test its namespace, the Slurm nodes (shared
+// with slurmd) and a scheduler with placeholder jobs on; Slurm is cleaned
+// up after the test.
+func (e slurmEnv) placeholderScheduler(t *testing.T) (*harness.ControlPlane, string) {
+	t.Helper()
+	t.Cleanup(func() { e.resumeAll(t) })
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	slurmNodes(t, cp, map[string]string{"sluice.dev/slurm-shared": "true"})
+	startScheduler(t, cp, e.placeholderArgs(t))
+	return cp, ns
+}
+
 // onNode is a pod that needs gpus GPUs and may only go to node.
 func onNode(ns, name, node string, gpus int) *v1.Pod {
 	p := harness.Pod(ns, name).GPUs(gpus).Obj()
@@ -47,11 +60,7 @@ func onNode(ns, name, node string, gpus int) *v1.Pod {
 func TestPlaceholderJobsHoldPodGPUs(t *testing.T) { eachSlurm(t, testPlaceholderJobsHoldPodGPUs) }
 
 func testPlaceholderJobsHoldPodGPUs(t *testing.T, env slurmEnv) {
-	t.Cleanup(func() { env.resumeAll(t) })
-	cp := harness.Shared(t)
-	ns := harness.NewNamespace(t, cp.Client)
-	slurmNodes(t, cp, map[string]string{"sluice.dev/slurm-shared": "true"})
-	startScheduler(t, cp, env.placeholderArgs(t))
+	cp, ns := env.placeholderScheduler(t)
 
 	// An 8-GPU pod on gpu03: bound with a running placeholder job, whose
 	// GPU indices are on the pod.
@@ -104,41 +113,28 @@ func testPlaceholderJobsHoldPodGPUs(t *testing.T, env slurmEnv) {
 
 // TestPlaceholderRefusedWhileSlurmIsDown: when Slurm cannot take the
 // placeholder job while the pod binds, the pod is not bound there and its
-// FailedScheduling Event says why. Slurm 22.05 takes placeholder jobs
-// through sbatch, so the write path that goes down is slurmctld's (stopped
-// with SIGSTOP: its RPCs hang until the request timeout); slurmrestd's
-// answers of the last poll keep the node usable in Filter meanwhile. A job
-// slurmctld takes late, once it runs again, is cancelled by the sweep.
+// FailedScheduling Event says why; the last good snapshot keeps the node
+// usable in Filter meanwhile. On 24.11 the write path that goes down is
+// slurmrestd (killed). Slurm 22.05 takes placeholder jobs through sbatch,
+// so there it is slurmctld (stopped with SIGSTOP: its RPCs hang until the
+// request timeout), and a job slurmctld takes late, once it runs again, is
+// cancelled by the sweep.
 func TestPlaceholderRefusedWhileSlurmIsDown(t *testing.T) {
 	eachSlurm(t, testPlaceholderRefusedWhileSlurmIsDown)
 }
 
 func testPlaceholderRefusedWhileSlurmIsDown(t *testing.T, env slurmEnv) {
-	t.Cleanup(func() { env.resumeAll(t) })
-	cp := harness.Shared(t)
-	ns := harness.NewNamespace(t, cp.Client)
-	slurmNodes(t, cp, map[string]string{"sluice.dev/slurm-shared": "true"})
-	startScheduler(t, cp, env.placeholderArgs(t))
+	cp, ns := env.placeholderScheduler(t)
 	// One pod placed with its placeholder: the scheduler reads Slurm.
 	harness.CreatePods(t, cp.Client, onNode(ns, "first", "gpu08", 1))
 	harness.WaitForPodsBound(t, cp.Client, ns, "first")
 
-	ctld := env.pid(t, "slurmctld")
-	stop := func(on bool) {
-		sig := syscall.SIGCONT
-		if on {
-			sig = syscall.SIGSTOP
-		}
-		if err := syscall.Kill(ctld, sig); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stop(true)
-	t.Cleanup(func() { stop(false) })
+	down, up := env.stopWritePath(t)
+	t.Cleanup(up)
 	harness.ExpectNeverBound(t, cp.Client, ns, "refused")
 	harness.CreatePods(t, cp.Client, onNode(ns, "refused", "gpu06", 2))
-	harness.WaitForEvent(t, cp.Client, ns, "Pod", "refused", "FailedScheduling", slurmhold.ReasonRefused, "gpu06")
-	stop(false)
+	harness.WaitForEvent(t, cp.Client, ns, "Pod", "refused", "FailedScheduling", slurmhold.ReasonRefused, down, "gpu06")
+	up()
 	// Whatever slurmctld took late is cancelled: no job of the pod runs.
 	pod := getPod(t, cp, ns, "refused")
 	harness.Eventually(t, 60*time.Second, func(context.Context) (bool, error) {
@@ -179,6 +175,27 @@ func testOrphanPlaceholderCancelled(t *testing.T, env slurmEnv) {
 	harness.StartSchedulerProcess(t, cp, cfg, "scheduler-b", le)
 	if st := env.waitJob(t, job, ended); !strings.HasPrefix(st, "CANCELLED") && st != "gone" {
 		t.Fatalf("orphan placeholder job %s is %q, want CANCELLED by the new leader's sweep", job, st)
+	}
+}
+
+// stopWritePath takes down the way sluice writes to this Slurm: slurmrestd
+// (killed) where it writes through it, slurmctld (SIGSTOP) where it runs
+// sbatch. It returns what the refusal names (the request, or the command)
+// and what brings the path back (safe to call twice).
+func (e slurmEnv) stopWritePath(t *testing.T) (string, func()) {
+	t.Helper()
+	if e.restWrites {
+		killRestd(t, e)
+		return "POST /slurm/", func() { restartRestd(t, e) }
+	}
+	ctld := e.pid(t, "slurmctld")
+	if err := syscall.Kill(ctld, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	return "sbatch", func() {
+		if err := syscall.Kill(ctld, syscall.SIGCONT); err != nil {
+			t.Error(err)
+		}
 	}
 }
 
