@@ -224,10 +224,10 @@ func (h *Holder) refuse(pod *v1.Pod, nodeName string) {
 	h.refused[pod.UID][nodeName] = time.Now().Add(refusedFor)
 }
 
-// Hold is a placeholder job that runs for a pod.
+// Hold is a placeholder job that runs for a pod, and the GPU indices Slurm
+// gave it.
 type Hold struct {
-	JobID, Node, Indexes string
-	GPUs                 int64
+	JobID, Indexes string
 }
 
 // Hold submits the pod's placeholder job for gpus GPUs on node, waits until
@@ -265,7 +265,7 @@ func (h *Holder) Hold(ctx context.Context, pod *v1.Pod, node *v1.Node, gpus int6
 		return fail(result, fmt.Errorf("placeholder job %s (%d GPUs on %s) did not run: %w", id, gpus, slurmName, err))
 	}
 	metrics.SlurmPlaceholderWait.WithLabelValues("running").Observe(time.Since(start).Seconds())
-	hold := &Hold{JobID: id, Node: node.Name, Indexes: job.Indexes(h.cfg.View.Config().GRESName), GPUs: gpus}
+	hold := &Hold{JobID: id, Indexes: job.Indexes(h.cfg.View.Config().GRESName)}
 	// Read Slurm now, so the snapshot has the job before the pod is bound
 	// (best effort: a stale snapshot only counts the GPUs twice for a
 	// poll interval).
