@@ -216,6 +216,9 @@ func (rt *Runtime) build() error {
 		if rt.slurmView, client, err = startSlurm(ctx, &slurmCfg, v1.ResourceName(rt.fabricCfg.GPUResourceName)); err != nil {
 			return fmt.Errorf("%s: %w", rt.stated.slurm.path.Child("endpoint"), err)
 		}
+		if ts, ok := source.(*slurm.TopologySource); ok {
+			ts.FollowNodes(rt.slurmView.Cache())
+		}
 		// Writes go through Slurm's commands when they are configured,
 		// through slurmrestd otherwise.
 		var nodes slurm.NodeWriter = client

@@ -282,7 +282,8 @@ func sameNodes(a, b *Snapshot) bool {
 			return false
 		}
 		// Every GRES, whatever gresName counts (gpu, shard, ...).
-		if x.Unreadable != y.Unreadable || !slices.Equal(x.GRES, y.GRES) || !slices.Equal(x.GRESUsed, y.GRESUsed) {
+		if x.Unreadable != y.Unreadable || !slices.Equal(x.GRES, y.GRES) || !slices.Equal(x.GRESUsed, y.GRESUsed) ||
+			!slices.Equal(x.Topology, y.Topology) {
 			return false
 		}
 	}

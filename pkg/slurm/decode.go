@@ -30,6 +30,7 @@ type rawNode struct {
 	Reservation string          `json:"reservation"`
 	GRES        string          `json:"gres"`
 	GRESUsed    string          `json:"gres_used"`
+	Topology    string          `json:"topology"`
 }
 
 // responseError is an entry of "errors" or "warnings".
@@ -136,7 +137,7 @@ func decodeNodes(body []byte) (nodes []Node, lastUpdate int64, warnings []string
 			warnings = append(warnings, "a node without a name was ignored")
 			continue
 		}
-		n := Node{Name: rn.Name, Reason: rn.Reason, Reservation: rn.Reservation}
+		n := Node{Name: rn.Name, Reason: rn.Reason, Reservation: rn.Reservation, Topology: topologyUnits(rn.Topology)}
 		words, serr := stateWords(rn.State)
 		if serr != nil {
 			warnings = append(warnings, fmt.Sprintf("node %s: state %s: %v", rn.Name, rn.State, serr))
@@ -158,6 +159,21 @@ func decodeNodes(body []byte) (nodes []Node, lastUpdate int64, warnings []string
 		warnings = append(warnings, "slurmrestd: "+w.String())
 	}
 	return nodes, int64(resp.LastUpdate), warnings, nil
+}
+
+// topologyUnits reads a node's "topology" (v0.0.43 on): one
+// "topology:unit" per topology, comma separated; the units are kept.
+func topologyUnits(s string) []string {
+	var units []string
+	for _, u := range strings.Split(s, ",") {
+		if _, unit, ok := strings.Cut(u, ":"); ok {
+			u = unit
+		}
+		if u = strings.TrimSpace(u); u != "" {
+			units = append(units, u)
+		}
+	}
+	return units
 }
 
 // stateWords reads "state": a string in v0.0.37/38 ("idle", "mixed") or a

@@ -50,6 +50,9 @@ type Node struct {
 	// GRES and GRESUsed are the configured and allocated generic resources.
 	GRES     []GRES
 	GRESUsed []GRES
+	// Topology are the leaf switches or blocks the node's own answer
+	// names, one per topology (v0.0.43 on; "tree:leaf3" gives leaf3).
+	Topology []string
 	// Unreadable: slurmrestd's entry for the node did not decode (a field
 	// of the wrong type); the node is unhealthy, the others are read.
 	Unreadable bool

@@ -306,14 +306,21 @@ func (t *Topology) names() []string {
 // highest level still joins what the tree joins.
 func (t *Topology) Paths(levels int) map[string][]string {
 	out := map[string][]string{}
-	fitted := map[string][]string{} // by leaf switch
+	from := t.SwitchPaths(levels)
 	for node, leaf := range t.leafOf {
-		if f, ok := fitted[leaf]; ok {
-			out[node] = f
-			continue
-		}
+		out[node] = from[leaf]
+	}
+	return out
+}
+
+// SwitchPaths returns the path (as Paths fits it) from every switch or
+// block up, whether it lists nodes or not: Slurm places dynamic nodes
+// under one by their own Topology=.
+func (t *Topology) SwitchPaths(levels int) map[string][]string {
+	out := make(map[string][]string, len(t.Switches))
+	for name := range t.Switches {
 		var path []string
-		for n := leaf; n != ""; n = t.parent[n] {
+		for n := name; n != ""; n = t.parent[n] {
 			path = append(path, n)
 		}
 		f := make([]string, levels)
@@ -327,7 +334,7 @@ func (t *Topology) Paths(levels int) map[string][]string {
 				f[i] = path[len(path)-1]
 			}
 		}
-		fitted[leaf], out[node] = f, f
+		out[name] = f
 	}
 	return out
 }

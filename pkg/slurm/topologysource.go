@@ -5,7 +5,9 @@ package slurm
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,7 +21,8 @@ import (
 // with Nodes= are the first level, their parents the next, and so on. The
 // file is read again when it changes. A node is found by its Slurm name (a
 // label, or its own name); a node the file does not list is its own switch
-// at every level.
+// at every level. With FollowNodes, a node whose own Slurm answer names a
+// switch or block of the file (v0.0.43 on) is placed there instead.
 type TopologySource struct {
 	file      string
 	nameLabel string
@@ -29,7 +32,12 @@ type TopologySource struct {
 	modTime time.Time
 	size    int64
 	paths   map[string][]string
+	from    map[string][]string // each switch's path up
 	err     error
+	// units are the switches or blocks Slurm's node answers name, by
+	// Slurm node name; unitsGen counts their changes.
+	units    map[string][]string
+	unitsGen int
 }
 
 var (
@@ -73,7 +81,35 @@ func (s *TopologySource) refresh() {
 		s.err = fmt.Errorf("slurm topology file %s: %w", s.file, err)
 		return
 	}
-	s.paths, s.modTime, s.size, s.err = topo.Paths(len(s.levels)), st.ModTime(), st.Size(), nil
+	s.paths, s.from, s.modTime, s.size, s.err = topo.Paths(len(s.levels)), topo.SwitchPaths(len(s.levels)), st.ModTime(), st.Size(), nil
+}
+
+// FollowNodes places each node where its own answer in cache's snapshots
+// puts it ("topology": "tree:leaf3", Slurm 25.05 on: dynamic nodes, and
+// nodes an admin moved with `scontrol update NodeName=.. Topology=`): under
+// the first switch or block it names that the file defines, with the
+// file's tree above. Names the file does not define are ignored.
+func (s *TopologySource) FollowNodes(cache *Cache) {
+	follow := func(snap *Snapshot) {
+		if snap == nil {
+			return
+		}
+		units := map[string][]string{}
+		for name, n := range snap.Nodes {
+			if len(n.Topology) > 0 {
+				units[name] = n.Topology
+			}
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !maps.EqualFunc(units, s.units, slices.Equal) {
+			s.units = units
+			s.unitsGen++
+		}
+	}
+	cache.OnChange(func(_, cur *Snapshot) { follow(cur) })
+	snap, _, _ := cache.Snapshot()
+	follow(snap)
 }
 
 // Levels names the configured levels.
@@ -84,7 +120,7 @@ func (s *TopologySource) Version() string {
 	s.refresh()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return fmt.Sprintf("%d/%d", s.modTime.UnixNano(), s.size)
+	return fmt.Sprintf("%d/%d/%d", s.modTime.UnixNano(), s.size, s.unitsGen)
 }
 
 // Switches returns the node's path in the Slurm tree.
@@ -95,6 +131,11 @@ func (s *TopologySource) Switches(node *v1.Node) []string {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, u := range s.units[name] {
+		if p, ok := s.from[u]; ok {
+			return p
+		}
+	}
 	if p, ok := s.paths[name]; ok {
 		return p
 	}

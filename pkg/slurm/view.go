@@ -80,6 +80,9 @@ func NewView(cache *Cache, cfg ViewConfig) *View {
 	return v
 }
 
+// Cache is the polled snapshot the view judges.
+func (v *View) Cache() *Cache { return v.cache }
+
 // Config is what the view makes of Slurm's answers.
 func (v *View) Config() ViewConfig { return v.cfg }
 
