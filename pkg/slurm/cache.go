@@ -59,6 +59,11 @@ type Cache struct {
 	pollMu     sync.Mutex
 	updateTime int64
 	polls      int
+	// skew is slurmctld's clock minus this one, measured at full polls
+	// of APIs without last_update; skewErr: measuring it failed (logged
+	// once).
+	skew    time.Duration
+	skewErr bool
 	// missing are the nodes of the snapshot the last answer lacked;
 	// refusedShrink: the last answer was refused for lacking some.
 	missing       map[string]bool
@@ -163,18 +168,22 @@ func (c *Cache) Poll(ctx context.Context) error {
 	for _, w := range res.Warnings {
 		logger.V(2).Info("Slurm node data", "warning", w)
 	}
-	// Ask for changes since slurmctld's own clock when it tells it
-	// (v0.0.40+), else since this request started, minus a second for
+	// Ask for changes since slurmctld's own clock: its last_update
+	// (v0.0.40+), else when this request started by slurmctld's clock
+	// (this clock plus the skew its diag showed), minus two seconds for
 	// rounding. A 304 carries no time: nothing changed since the time
-	// asked for, so the next poll asks for it again (taking this clock
-	// then would skip what slurmctld, if its clock is behind, records
-	// before this clock's time).
+	// asked for, so the next poll asks for it again. (Taking this clock
+	// would skip what slurmctld, if its clock is behind, records before
+	// this clock's time.)
 	switch {
 	case res.NotModified && updateTime > 0:
 	case res.LastUpdate > 0:
 		c.updateTime = res.LastUpdate
 	default:
-		c.updateTime = start.Add(-time.Second).Unix()
+		if updateTime == 0 {
+			c.measureSkew(ctx)
+		}
+		c.updateTime = start.Add(c.skew - 2*time.Second).Unix()
 	}
 	c.mu.Lock()
 	prev := c.snap
@@ -218,6 +227,25 @@ func (c *Cache) Poll(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// measureSkew reads slurmctld's clock (its diag) and keeps how far it is
+// from this one. When it cannot, the last skew (at first none) stays, and
+// that is said once: a slurmctld clock behind this one then hides changes
+// until the next full poll.
+func (c *Cache) measureSkew(ctx context.Context) {
+	before := c.cfg.Clock.Now()
+	ctld, err := c.client.ControllerTime(ctx)
+	if err != nil {
+		if !c.skewErr {
+			klog.FromContext(ctx).Info("Cannot read slurmctld's clock from its diag; asking for node changes by this clock (if slurmctld's is behind, changes may show only at the next full poll)",
+				"err", err, "fullPollEvery", c.cfg.FullRefreshEvery)
+		}
+		c.skewErr = true
+		return
+	}
+	after := c.cfg.Clock.Now()
+	c.skew, c.skewErr = time.Unix(ctld, 0).Sub(before.Add(after.Sub(before)/2)), false
 }
 
 // checkShrink refuses an answer that lacks nodes the snapshot has and the

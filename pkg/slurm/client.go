@@ -381,6 +381,37 @@ func (c *Client) Nodes(ctx context.Context, updateTime int64) (NodesResult, erro
 	return NodesResult{Nodes: nodes, LastUpdate: lastUpdate, Warnings: warnings}, nil
 }
 
+// ControllerTime is slurmctld's clock now, in unix seconds, as its
+// diagnostics report it (req_time): the clock node changes are recorded
+// by, for APIs whose node answers do not carry it (v0.0.38, v0.0.39).
+func (c *Client) ControllerTime(ctx context.Context) (int64, error) {
+	version := c.Version()
+	if version == "" {
+		v, err := c.Discover(ctx)
+		if err != nil {
+			return 0, err
+		}
+		version = v
+	}
+	path := "/slurm/" + version + "/diag"
+	status, body, err := c.get(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	if err := statusError(http.MethodGet, path, status, body); err != nil {
+		return 0, err
+	}
+	var diag struct {
+		Statistics struct {
+			ReqTime flexNumber `json:"req_time"`
+		} `json:"statistics"`
+	}
+	if err := json.Unmarshal(body, &diag); err != nil || diag.Statistics.ReqTime <= 0 {
+		return 0, &RequestError{Kind: ErrKindGarbage, Err: fmt.Errorf("slurmrestd GET %s: no statistics.req_time (%v)", path, err)}
+	}
+	return int64(diag.Statistics.ReqTime), nil
+}
+
 // statusError turns a non-2xx answer into an error that says what
 // slurmrestd said (its "errors" list, or the start of the body).
 func statusError(method, path string, status int, body []byte) error {

@@ -43,6 +43,8 @@ type fakeRestd struct {
 	tokensSeen  []string
 	lastUpdated bool // include last_update (v0.0.40+)
 	refuseEpoch bool // refuse update_time in unix seconds, as 24.11's v0.0.40/41 do
+	// ctldClock is slurmctld's clock, for diag's req_time (nil: no diag).
+	ctldClock func() int64
 }
 
 // refusedEpoch is slurmrestd 24.11.5's answer (HTTP 500) to a v0.0.41
@@ -73,6 +75,10 @@ func (f *fakeRestd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/openapi/v3" {
 		_, _ = w.Write([]byte(`{"openapi":"3.0.3","paths":{"/slurm/v0.0.36/nodes":{},"/slurm/` + f.version + `/nodes` +
 			map[bool]string{true: "/", false: ""}[f.version >= "v0.0.40"] + `":{},"/slurm/v0.0.99/nodes/":{}}}`))
+		return
+	}
+	if r.URL.Path == "/slurm/"+f.version+"/diag" && f.ctldClock != nil {
+		_, _ = w.Write([]byte(`{"statistics":{"req_time":` + itoa(f.ctldClock()) + `}}`))
 		return
 	}
 	if !strings.HasPrefix(r.URL.Path, "/slurm/"+f.version+"/nodes") {
@@ -164,25 +170,37 @@ func TestClientDiscoversAndPollsChanges(t *testing.T) {
 // slurmctld's own last_update, so a drain slurmctld records a moment later
 // is seen at the next poll (asking since the scheduler's clock missed it
 // until the full refresh, minutes later, while every poll "succeeded").
+// APIs without last_update (v0.0.38, v0.0.39) ask since slurmctld's clock
+// as its diag reports it (req_time), not since the scheduler's.
 func TestDrainSeenAcrossNotModified(t *testing.T) {
-	fake := &fakeRestd{version: "v0.0.42", nodes: twoNodes, changedAt: 1000, lastUpdated: true}
-	clock := testingclock.NewFakeClock(time.Unix(1030, 0)) // 30 s ahead of slurmctld
-	cache, ctx := polledCache(t, fake, clock)
-	clock.Step(10 * time.Second)
-	if err := cache.Poll(ctx); err != nil { // 304: nothing changed
-		t.Fatal(err)
-	}
-	clock.Step(10 * time.Second)
-	fake.mu.Lock()
-	fake.nodes = strings.Replace(twoNodes, `"name":"gpu01","state":["IDLE"]`, `"name":"gpu01","state":["IDLE","DRAIN"],"reason":"xid 79"`, 1)
-	fake.changedAt = 1005 // slurmctld's clock
-	fake.mu.Unlock()
-	if err := cache.Poll(ctx); err != nil {
-		t.Fatal(err)
-	}
-	snap, _, _ := cache.Snapshot()
-	if got := snap.Nodes["gpu01"]; got == nil || got.StateString() != "IDLE+DRAIN" {
-		t.Errorf("gpu01 after the drain: %v, want IDLE+DRAIN seen at the next poll; requests %v", got, fake.requests)
+	for _, version := range []string{"v0.0.42", "v0.0.38"} {
+		t.Run(version, func(t *testing.T) {
+			nodes, drained := twoNodes, strings.Replace(twoNodes, `"state":["IDLE"]`, `"state":["IDLE","DRAIN"],"reason":"xid 79"`, 1)
+			if version == "v0.0.38" {
+				nodes = `[{"name":"gpu01","state":"idle","state_flags":[]},{"name":"gpu02","state":"idle","state_flags":[]}]`
+				drained = strings.Replace(nodes, `"state_flags":[]`, `"state_flags":["DRAIN"],"reason":"xid 79"`, 1)
+			}
+			clock := testingclock.NewFakeClock(time.Unix(1030, 0)) // 30 s ahead of slurmctld
+			fake := &fakeRestd{version: version, nodes: nodes, changedAt: 1000, lastUpdated: version >= "v0.0.40",
+				ctldClock: func() int64 { return clock.Now().Unix() - 30 }}
+			cache, ctx := polledCache(t, fake, clock)
+			clock.Step(10 * time.Second)
+			if err := cache.Poll(ctx); err != nil { // 304: nothing changed
+				t.Fatal(err)
+			}
+			clock.Step(10 * time.Second)
+			fake.mu.Lock()
+			fake.nodes = drained
+			fake.changedAt = fake.ctldClock() // now, by slurmctld's clock
+			fake.mu.Unlock()
+			if err := cache.Poll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			snap, _, _ := cache.Snapshot()
+			if got := snap.Nodes["gpu01"]; got == nil || got.StateString() != "IDLE+DRAIN" {
+				t.Errorf("gpu01 after the drain: %v, want IDLE+DRAIN seen at the next poll; requests %v", got, fake.requests)
+			}
+		})
 	}
 }
 
@@ -209,8 +227,9 @@ func TestCacheRetriesFullWhenChangedSinceFails(t *testing.T) {
 	if got := snap.Nodes["gpu01"]; got.StateString() != "IDLE+DRAIN" || got.Reason != "bad gpu" {
 		t.Errorf("after the fallback full fetch gpu01 = %s %q", got.StateString(), got.Reason)
 	}
-	if n := len(fake.requests); n != 3 || !strings.Contains(fake.requests[1], "update_time=") || strings.Contains(fake.requests[2], "update_time") {
-		t.Errorf("requests %v, want full, changed-since (500), full", fake.requests)
+	nodes := slices.DeleteFunc(slices.Clone(fake.requests), func(r string) bool { return strings.HasSuffix(r, "/diag") })
+	if n := len(nodes); n != 3 || !strings.Contains(nodes[1], "update_time=") || strings.Contains(nodes[2], "update_time") {
+		t.Errorf("node requests %v, want full, changed-since (500), full", nodes)
 	}
 }
 
