@@ -22,6 +22,8 @@
 #   SLURM_CTLD_PORT / SLURM_SLURMD_PORT0 / SLURM_REST_PORT (16817/17001/6820)
 #   SLURMD_TIMEOUT  seconds until a silent node is DOWN* (default 30)
 #   SLURM_KEEP_STATE=1  keep slurmctld state (drains, jobs) across restarts
+#   SLURMCTLD_FAKETIME  start slurmctld with its clock offset by libfaketime,
+#                       e.g. -30s (tests of a skewed slurmctld; default none)
 #   SLURM_NO_INSTALL=1  skip the apt-get step
 set -euo pipefail
 
@@ -37,7 +39,7 @@ SLURMD_PORT0=${SLURM_SLURMD_PORT0:-17001}
 REST_PORT=${SLURM_REST_PORT:-6820}
 SLURMD_TIMEOUT=${SLURMD_TIMEOUT:-30}
 REST_USER=slurmrestd
-PKGS="munge slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin curl"
+PKGS="munge slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin curl faketime"
 
 log() { printf '[slurm-up %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -199,9 +201,12 @@ if pid_alive "$DIR/pids/slurmctld.pid" slurmctld; then
   log "slurmctld already running (pid $(cat "$DIR/pids/slurmctld.pid"))"
 else
   if [ "${SLURM_KEEP_STATE:-0}" != 1 ]; then rm -rf "${DIR:?}/state"/*; fi
-  /usr/sbin/slurmctld -f "$SLURM_CONF" -i
+  # faketime execs slurmctld with libfaketime preloaded (it stays across
+  # the daemon's fork); the monotonic clock is left alone.
+  ${SLURMCTLD_FAKETIME:+env FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f "$SLURMCTLD_FAKETIME"} \
+    /usr/sbin/slurmctld -f "$SLURM_CONF" -i
   wait_for 20 scontrol ping || die "slurmctld not answering; see $DIR/log/slurmctld.log"
-  log "slurmctld started (pid $(cat "$DIR/pids/slurmctld.pid"))"
+  log "slurmctld started (pid $(cat "$DIR/pids/slurmctld.pid"))${SLURMCTLD_FAKETIME:+, clock offset $SLURMCTLD_FAKETIME}"
 fi
 
 # ---------------------------------------------------------------- 6. slurmd x N

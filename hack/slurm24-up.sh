@@ -40,6 +40,8 @@
 #   SLURM24_UNIX_REST_USER  user of the unix-socket slurmrestd: root (default,
 #                      read+write for root clients) or slurmrestd (read-only)
 #   SLURM24_KEEP_STATE=1    keep slurmctld state (drains, jobs) across restarts
+#   SLURMCTLD_FAKETIME      start slurmctld with its clock offset by libfaketime,
+#                      e.g. -30s (tests of a skewed slurmctld; default none)
 #   SLURM24_NO_INSTALL=1    never debootstrap / apt-get (fail if missing)
 set -euo pipefail
 
@@ -62,7 +64,7 @@ REST_USER=slurmrestd
 # slurm-wlm-jwt-plugin is still a separate package in trixie: it holds
 # auth_jwt.so (AuthAltTypes=auth/jwt, `scontrol token`). rest_auth_jwt.so
 # (slurmrestd -a rest_auth/jwt) is in slurm-wlm-basic-plugins.
-PKGS="munge slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin"
+PKGS="munge slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin faketime"
 
 T0=$(date +%s.%N)
 log() { printf '[slurm24-up %s] %s\n' "$(date +%T)" "$*" >&2; }
@@ -313,9 +315,10 @@ if pid_alive "$H/pids/slurmctld.pid" slurmctld; then
 else
   need_port "$CTLD_PORT" slurmctld
   if [ "${SLURM24_KEEP_STATE:-0}" != 1 ]; then rm -rf "${H:?}/state"/*; fi
-  in_chroot /usr/sbin/slurmctld -f "$CONF" -i
+  in_chroot ${SLURMCTLD_FAKETIME:+env FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f "$SLURMCTLD_FAKETIME"} \
+    /usr/sbin/slurmctld -f "$CONF" -i
   wait_for 20 in_chroot scontrol ping || die "slurmctld not answering; see $H/log/slurmctld.log"
-  log "slurmctld started (pid $(cat "$H/pids/slurmctld.pid"))"
+  log "slurmctld started (pid $(cat "$H/pids/slurmctld.pid"))${SLURMCTLD_FAKETIME:+, clock offset $SLURMCTLD_FAKETIME}"
 fi
 
 # ---------------------------------------------------------------- 7. slurmd x N

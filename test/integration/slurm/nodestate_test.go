@@ -190,16 +190,20 @@ func testUnixSocket(t *testing.T, env slurmEnv) {
 }
 
 // killRestd stops slurmrestd (TCP) and waits until it is gone.
-func killRestd(t *testing.T, env slurmEnv) {
+func killRestd(t *testing.T, env slurmEnv) { env.kill(t, "slurmrestd") }
+
+// kill stops a daemon of the test Slurm by its pid file and waits until it
+// is gone.
+func (e slurmEnv) kill(t *testing.T, daemon string) {
 	t.Helper()
-	pid := env.pid(t, "slurmrestd")
+	pid := e.pid(t, daemon)
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		t.Fatalf("killing slurmrestd: %v", err)
+		t.Fatalf("killing %s: %v", daemon, err)
 	}
 	harness.Eventually(t, 30*time.Second, func(context.Context) (bool, error) {
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		return err != nil || strings.TrimSpace(string(comm)) != "slurmrestd" || zombie(pid), nil
-	}, func() string { return fmt.Sprintf("slurmrestd (pid %d) still runs", pid) })
+		return err != nil || strings.TrimSpace(string(comm)) != daemon || zombie(pid), nil
+	}, func() string { return fmt.Sprintf("%s (pid %d) still runs", daemon, pid) })
 }
 
 // zombie reports whether a process has exited and waits for its parent.
@@ -215,10 +219,15 @@ func zombie(pid int) bool {
 
 // restartRestd starts whatever of the test Slurm is not running (its up
 // script is idempotent).
-func restartRestd(t *testing.T, env slurmEnv) {
+func restartRestd(t *testing.T, env slurmEnv) { env.bringUp(t) }
+
+// bringUp runs the up script (which starts what is not running) with
+// extra environment (e.g. SLURMCTLD_FAKETIME=-30s).
+func (e slurmEnv) bringUp(t *testing.T, extra ...string) {
 	t.Helper()
-	out, err := exec.Command("bash", env.up).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", env.up, err, out)
+	cmd := exec.Command("bash", e.up)
+	cmd.Env = append(os.Environ(), extra...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", e.up, extra, err, out)
 	}
 }
