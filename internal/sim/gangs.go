@@ -271,6 +271,13 @@ func (e *Env) lowerBound(tree *fabric.Tree, nodes map[string]NodeSpec, job GangJ
 		q := p.Spec.Containers[0].Resources.Requests[GPU]
 		free[p.Spec.NodeName] -= int(q.Value())
 	}
+	leaves, nodesLB := boundsFor(tree, free, job)
+	return leaves, nodesLB, nil
+}
+
+// boundsFor is the fewest leaves and nodes whose free GPUs (by node name)
+// hold the job's pods.
+func boundsFor(tree *fabric.Tree, free map[string]int, job GangJob) (leaves, nodes int) {
 	slots := make([]int, tree.NumNodes())
 	for name, f := range free {
 		if i, ok := tree.NodeIndex(name); ok && job.GPUsPerPod > 0 {
@@ -278,7 +285,7 @@ func (e *Env) lowerBound(tree *fabric.Tree, nodes map[string]NodeSpec, job GangJ
 		}
 	}
 	o := tree.Overlay(slots)
-	leaves, _ := o.LowerBound(job.Pods, 1)
-	nodesLB, _ := o.LowerBound(job.Pods, fabric.NodeLevel)
-	return leaves, nodesLB, nil
+	leaves, _ = o.LowerBound(job.Pods, 1)
+	nodes, _ = o.LowerBound(job.Pods, fabric.NodeLevel)
+	return leaves, nodes
 }
