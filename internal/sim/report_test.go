@@ -76,9 +76,16 @@ func TestWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"evictions to overflow: 16, back to physical: 16", "gang train running 1s after it was submitted"} {
+	for _, want := range []string{"evictions to overflow: 16, back to physical: 16", "gang train running 1s after it was submitted",
+		"This is not the FGD paper's fragmentation metric"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("summary lacks %q:\n%s", want, data)
+		}
+	}
+	// The paper's figures measure something else: never printed beside ours.
+	for _, paper := range []string{"Published", "4.77", "13.70"} {
+		if strings.Contains(string(data), paper) {
+			t.Errorf("summary prints the FGD paper's figures (%q) beside a different metric:\n%s", paper, data)
 		}
 	}
 	for _, f := range []string{"scenario-smoke.csv", "scenario-smoke.svg", "packing.csv"} {
