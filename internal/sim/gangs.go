@@ -59,11 +59,53 @@ type GangSummary struct {
 }
 
 // Summary sums up the run.
-func (r GangResult) Summary() GangSummary {
-	s := GangSummary{Gangs: len(r.Gangs)}
+func (r GangResult) Summary() GangSummary { return summarize(r.Gangs) }
+
+// SizeSummary sums up the gangs of one size class.
+type SizeSummary struct {
+	// Size is "1 pod" (a single pod meets every bound by construction)
+	// or a range of the gang's GPUs, e.g. "9-32 GPUs".
+	Size string
+	GangSummary
+}
+
+// sizeClasses are the classes of multi-pod gangs, by their GPUs.
+var sizeClasses = []struct {
+	upTo int
+	name string
+}{{8, "2-8 GPUs"}, {32, "9-32 GPUs"}, {128, "33-128 GPUs"}, {1 << 30, "over 128 GPUs"}}
+
+// BySize sums up the run by gang size: single-pod gangs apart, multi-pod
+// gangs by their GPUs; classes with no gang are left out.
+func (r GangResult) BySize() []SizeSummary {
+	classes := make([][]GangOutcome, len(sizeClasses)+1)
+	for _, g := range r.Gangs {
+		k := 0
+		if g.Pods > 1 {
+			for k = 1; g.Pods*g.GPUsPerPod > sizeClasses[k-1].upTo; k++ {
+			}
+		}
+		classes[k] = append(classes[k], g)
+	}
+	var out []SizeSummary
+	for k, gangs := range classes {
+		if len(gangs) == 0 {
+			continue
+		}
+		name := "1 pod"
+		if k > 0 {
+			name = sizeClasses[k-1].name
+		}
+		out = append(out, SizeSummary{Size: name, GangSummary: summarize(gangs)})
+	}
+	return out
+}
+
+func summarize(gangs []GangOutcome) GangSummary {
+	s := GangSummary{Gangs: len(gangs)}
 	extraLeaves, extraNodes := 0, 0
 	var wait time.Duration
-	for _, g := range r.Gangs {
+	for _, g := range gangs {
 		if !g.Placed {
 			continue
 		}

@@ -140,6 +140,14 @@ func (r *Report) writeGangs(dir, name string, results []GangResult, md *strings.
 				strconv.Itoa(g.Leaves), strconv.Itoa(g.LowerBound), strconv.Itoa(g.Nodes), strconv.Itoa(g.LowerBoundNodes), pct(g.Waited.Seconds())})
 		}
 	}
+	md.WriteString("\nBy gang size (single-pod gangs meet every bound by construction, so they are apart):\n\n" +
+		"| policy | size | gangs | placed | at leaf lower bound | mean extra leaves | mean wait (sim) |\n|---|---|---|---|---|---|---|\n")
+	for _, res := range results {
+		for _, c := range res.BySize() {
+			fmt.Fprintf(md, "| %s | %s | %d | %d | %d (%s) | %.2f | %s |\n", res.Policy, c.Size, c.Gangs, c.Placed,
+				c.AtLowerBound, share(c.AtLowerBound, c.Placed), c.MeanExtraLeaves, c.MeanWait.Round(time.Second))
+		}
+	}
 	file := "gangs-" + slug(name)
 	fmt.Fprintf(md, "\n![%s](%s.svg)\n\n", name, file)
 	if err := writeCSV(filepath.Join(dir, file+".csv"), rows); err != nil {

@@ -64,6 +64,29 @@ func TestSummary(t *testing.T) {
 	}
 }
 
+// TestBySize: single-pod gangs are summed up apart from multi-pod ones,
+// and multi-pod gangs by their GPUs.
+func TestBySize(t *testing.T) {
+	r := full().Gangs["tiresias"][0]
+	r.Gangs = append(r.Gangs,
+		GangOutcome{Name: "single", Pods: 1, GPUsPerPod: 8, Placed: true, Leaves: 1, LowerBound: 1, Nodes: 1, LowerBoundNodes: 1},
+		GangOutcome{Name: "huge", Pods: 32, GPUsPerPod: 8})
+	got := r.BySize()
+	want := []SizeSummary{
+		{Size: "1 pod", GangSummary: GangSummary{Gangs: 1, Placed: 1, AtLowerBound: 1, AtNodeBound: 1}},
+		{Size: "9-32 GPUs", GangSummary: GangSummary{Gangs: 2, Placed: 2, AtLowerBound: 1, AtNodeBound: 2, MeanExtraLeaves: 0.5, MeanWait: 1500 * time.Millisecond}},
+		{Size: "over 128 GPUs", GangSummary: GangSummary{Gangs: 1}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("BySize() = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("BySize()[%d] = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
 // TestWrite: the report writes its summary, CSV and charts, and the
 // summary carries the scenario's figures.
 func TestWrite(t *testing.T) {
@@ -77,7 +100,7 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"evictions to overflow: 16, back to physical: 16", "gang train running 1s after it was submitted",
-		"This is not the FGD paper's fragmentation metric"} {
+		"This is not the FGD paper's fragmentation metric", "| sluice | 9-32 GPUs | 2 | 2 | 1 (50%) |"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("summary lacks %q:\n%s", want, data)
 		}
