@@ -184,6 +184,11 @@ func RunGangs(ctx context.Context, env *Env, nodes []NodeSpec, jobs []GangJob, p
 			if out.LowerBound, out.LowerBoundNodes, err = env.lowerBound(tree, byName, job); err != nil {
 				return res, err
 			}
+			if out.LowerBound == 0 {
+				// Too few free GPUs anywhere: no policy can place it, so
+				// there is no decision to wait for; the next job ends.
+				continue
+			}
 			decided, _ = env.Wait(ctx, pods, 15*time.Second, true)
 			placed = len(decided) == len(pods)
 		}
