@@ -10,7 +10,8 @@
 // Experiments: fgd (openb GPU fragmentation, the FGD method), tiresias
 // (Tiresias jobs as gangs on its 5x32x8 cluster), lingjun (the same jobs,
 // eight times larger, on the 847-host Lingjun fabric), dlrm (DLRM
-// inference services packed on the Lingjun fabric), and -scenario FILE
+// inference services packed on the Lingjun fabric), queue (300 gangs of
+// 1-256 GPUs arriving faster than 1,024 GPUs run them), and -scenario FILE
 // (a mixed research/production timeline, sluice only).
 package main
 
@@ -31,12 +32,16 @@ import (
 
 	"github.com/sluice-sched/sluice/internal/sim"
 	"github.com/sluice-sched/sluice/internal/traces"
+	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
 	"github.com/sluice-sched/sluice/pkg/registry"
 )
 
 type options struct {
 	data, config, out, logFile, scenario string
 	experiments, policies, gangPolicies  string
+	queuePolicies                        string
+	queueGap, queueRun                   time.Duration
+	queueJobs                            int
 	fgdTrace                             string
 	arrival, dlrmFill                    float64
 	seed                                 uint64
@@ -50,7 +55,7 @@ func main() {
 	flag.StringVar(&o.config, "config", "manifests/scheduler-config.yaml", "sluice's scheduler configuration")
 	flag.StringVar(&o.out, "out", "_output/sim", "directory for CSV, summary.md and SVG charts")
 	flag.StringVar(&o.logFile, "log", "", "file for the components' logs (default: discarded)")
-	flag.StringVar(&o.experiments, "experiments", "fgd,tiresias,lingjun,dlrm", "experiments to run: fgd, tiresias, lingjun, dlrm")
+	flag.StringVar(&o.experiments, "experiments", "fgd,tiresias,lingjun,dlrm,queue", "experiments to run: fgd, tiresias, lingjun, dlrm, queue")
 	flag.StringVar(&o.scenario, "scenario", "", "a scenario YAML (see internal/sim.Scenario) to play with sluice")
 	flag.StringVar(&o.policies, "policies", "default,default+MostAllocated,sluice", "policies for fgd and dlrm")
 	flag.StringVar(&o.gangPolicies, "gang-policies", "default,upstream-TopologyPlacement,sluice", "policies for the gang experiments")
@@ -60,6 +65,10 @@ func main() {
 	flag.IntVar(&o.maxArrivals, "max-arrivals", 0, "FGD: stop after this many arrivals (0: all; for smoke runs)")
 	flag.IntVar(&o.repeat, "repeat", 10, "gang experiments: play the 60-job trace this many times, back to back")
 	flag.IntVar(&o.maxJobs, "max-jobs", 0, "gang experiments: stop after this many jobs (0: all)")
+	flag.StringVar(&o.queuePolicies, "queue-policies", "default,default+MostAllocated,upstream-TopologyPlacement,sluice", "policies for the queue experiment")
+	flag.IntVar(&o.queueJobs, "queue-jobs", 300, "queue: gangs (1-256 GPUs) on 1,024 GPUs")
+	flag.DurationVar(&o.queueGap, "queue-gap", 20*time.Second, "queue: mean time between arrivals (simulated)")
+	flag.DurationVar(&o.queueRun, "queue-run", 20*time.Minute, "queue: mean run time of a gang (simulated)")
 	flag.Float64Var(&o.dlrmFill, "dlrm-fill", 0.5, "dlrm: place one-GPU services until this share of GPUs is requested")
 	flag.BoolVar(&o.check, "check", false, "fail unless the report shows the whole story: figures for every policy, every gang placed, every pod moved to overflow back (smoke runs)")
 	flag.Parse()
@@ -117,6 +126,14 @@ func run(ctx context.Context, o options) error {
 			}
 		case "dlrm":
 			if err := dlrm(ctx, o, policies, envOpts, report); err != nil {
+				return err
+			}
+		case "queue":
+			queuePolicies, err := sim.Policies(split(o.queuePolicies), sluiceConfig, configv1.DefaultLeafLabel)
+			if err != nil {
+				return err
+			}
+			if err := queue(ctx, o, queuePolicies, envOpts, report); err != nil {
 				return err
 			}
 		case "":
@@ -247,6 +264,38 @@ func gangs(ctx context.Context, o options, which string, policies []sim.Policy, 
 	for _, p := range policies {
 		res, err := withEnv(ctx, p, envOpts, func(env *sim.Env) (sim.GangResult, error) {
 			return sim.RunGangs(ctx, env, nodes, gangJobs, bar(which+" "+p.Name))
+		})
+		if err != nil {
+			return err
+		}
+		report.Gangs[name] = append(report.Gangs[name], res)
+	}
+	return nil
+}
+
+// queue runs the high-occupancy gang workload (sim.QueueJobs) on 1,024
+// GPUs: 4 spines x 4 leaves x 8 nodes x 8 GPUs, so a leaf holds 64 GPUs and
+// a spine 256; arrivals outrun the cluster and gangs queue.
+func queue(ctx context.Context, o options, policies []sim.Policy, envOpts sim.EnvOptions, report *sim.Report) error {
+	nodes := sim.Fabric(1, 4, 4, 8, 8)
+	key := func(gpus int) string {
+		switch {
+		case gpus <= 64:
+			return configv1.DefaultLeafLabel
+		case gpus <= 256:
+			return configv1.DefaultSpineLabel
+		}
+		return configv1.DefaultBlockLabel
+	}
+	jobs := sim.QueueJobs(o.queueJobs, o.seed, o.queueGap, o.queueRun, key)
+	if o.maxJobs > 0 && len(jobs) > o.maxJobs {
+		jobs = jobs[:o.maxJobs]
+	}
+	name := fmt.Sprintf("high occupancy, %d gangs of 1-256 GPUs arriving every %s on average (runs of %s on average), on 1,024 GPUs (4 spines x 4 leaves x 8 nodes x 8)",
+		len(jobs), o.queueGap, o.queueRun)
+	for _, p := range policies {
+		res, err := withEnv(ctx, p, envOpts, func(env *sim.Env) (sim.GangResult, error) {
+			return sim.RunGangs(ctx, env, nodes, jobs, bar("queue "+p.Name))
 		})
 		if err != nil {
 			return err

@@ -144,6 +144,10 @@ func writeConfig(config []byte, kubeconfig, file string) error {
 	}
 	doc["clientConnection"] = map[string]any{"kubeconfig": kubeconfig, "qps": 5000, "burst": 10000}
 	doc["leaderElection"] = map[string]any{"leaderElect": false}
+	// Every policy retries a rejected pod after a second at most: the
+	// simulator waits on the scheduler's outcomes, and a growing backoff
+	// (to 10 s) would be wall-clock time spent on no decision.
+	doc["podInitialBackoffSeconds"], doc["podMaxBackoffSeconds"] = 1, 1
 	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return err

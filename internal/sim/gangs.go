@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluice-sched/sluice/pkg/fabric"
@@ -23,6 +24,9 @@ type GangJob struct {
 	GPUsPerPod int
 	Submit     time.Duration
 	Duration   time.Duration
+	// TopologyKey, when set, replaces the policy's topology constraint
+	// (the node label of the lowest level that can hold the gang).
+	TopologyKey string
 }
 
 // GangOutcome is where a gang went.
@@ -35,8 +39,9 @@ type GangOutcome struct {
 	// LowerBound and LowerBoundNodes the fewest any placement could have
 	// used with the free capacity at the time it was placed.
 	Leaves, LowerBound, Nodes, LowerBoundNodes int
-	// Waited is the simulated time from submission to placement.
-	Waited time.Duration
+	// Waited is the simulated time from submission to placement; Ran is
+	// how long it ran once placed.
+	Waited, Ran time.Duration
 }
 
 // GangResult is one policy's run of a gang workload.
@@ -44,6 +49,14 @@ type GangResult struct {
 	Policy   string
 	Gangs    []GangOutcome
 	Duration time.Duration
+	// GPUs is the cluster's; Makespan the simulated time until the last
+	// job ended (what utilisation is measured over).
+	GPUs     int
+	Makespan time.Duration
+	// Undecided counts the times the scheduler gave no outcome for a
+	// waiting gang within a minute after room was freed (it was taken as
+	// not placed then).
+	Undecided int
 }
 
 // GangSummary sums up a gang run.
@@ -56,6 +69,17 @@ type GangSummary struct {
 	MeanExtraLeaves, MeanExtraNodes float64
 	// MeanWait is the mean simulated wait of placed gangs.
 	MeanWait time.Duration
+	// GPUSeconds is the GPU time the placed gangs ran.
+	GPUSeconds float64
+}
+
+// Utilisation is the share of the cluster's GPU time over the makespan
+// that s's gangs ran (0 when unknown).
+func (r GangResult) Utilisation(s GangSummary) float64 {
+	if r.GPUs == 0 || r.Makespan <= 0 {
+		return 0
+	}
+	return s.GPUSeconds / (float64(r.GPUs) * r.Makespan.Seconds())
 }
 
 // Summary sums up the run.
@@ -119,6 +143,7 @@ func summarize(gangs []GangOutcome) GangSummary {
 		extraLeaves += max(g.Leaves-g.LowerBound, 0)
 		extraNodes += max(g.Nodes-g.LowerBoundNodes, 0)
 		wait += g.Waited
+		s.GPUSeconds += float64(g.Pods*g.GPUsPerPod) * g.Ran.Seconds()
 	}
 	if s.Placed > 0 {
 		s.MeanExtraLeaves = float64(extraLeaves) / float64(s.Placed)
@@ -149,6 +174,9 @@ func RunGangs(ctx context.Context, env *Env, nodes []NodeSpec, jobs []GangJob, p
 		return GangResult{}, err
 	}
 	res := GangResult{Policy: env.Policy.Name}
+	for _, n := range nodes {
+		res.GPUs += n.GPUs
+	}
 	var running []runningJob
 	now := time.Duration(0)
 	for i, job := range jobs {
@@ -177,6 +205,13 @@ func RunGangs(ctx context.Context, env *Env, nodes []NodeSpec, jobs []GangJob, p
 		submitted := now
 		for !placed && len(running) > 0 {
 			now = max(now, running[0].end)
+			// The scheduler's next outcome for the gang must show as a
+			// change of its pods: their PodScheduled condition goes
+			// before room frees (a status change the scheduler does not
+			// retry on).
+			if err := env.clearScheduled(ctx, pods); err != nil {
+				return res, err
+			}
 			if err := env.finish(ctx, running[0].pods); err != nil {
 				return res, err
 			}
@@ -189,8 +224,13 @@ func RunGangs(ctx context.Context, env *Env, nodes []NodeSpec, jobs []GangJob, p
 				// there is no decision to wait for; the next job ends.
 				continue
 			}
-			decided, _ = env.Wait(ctx, pods, 15*time.Second, true)
-			placed = len(decided) == len(pods)
+			if decided, err = env.Wait(ctx, pods, time.Minute, false); err != nil {
+				if ctx.Err() != nil {
+					return res, ctx.Err()
+				}
+				res.Undecided++
+			}
+			placed = len(decided) == len(pods) && allBound(decided)
 		}
 		names := make([]string, len(pods))
 		for j, p := range pods {
@@ -205,6 +245,7 @@ func RunGangs(ctx context.Context, env *Env, nodes []NodeSpec, jobs []GangJob, p
 				}
 			}
 			out.Leaves, out.Nodes = tree.Span(idx, 1), tree.Span(idx, fabric.NodeLevel)
+			out.Ran = job.Duration
 			running = append(running, runningJob{end: now + job.Duration, pods: names})
 		} else if err := env.finish(ctx, names); err != nil {
 			return res, err
@@ -214,8 +255,40 @@ func RunGangs(ctx context.Context, env *Env, nodes []NodeSpec, jobs []GangJob, p
 			progress(i+1, len(jobs))
 		}
 	}
+	res.Makespan = now
+	for _, r := range running {
+		res.Makespan = max(res.Makespan, r.end)
+	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// clearScheduled removes the PodScheduled condition of pods still pending.
+func (e *Env) clearScheduled(ctx context.Context, pods []*v1.Pod) error {
+	for _, p := range pods {
+		for range 3 { // a conflict with the scheduler's own update: again
+			cur, err := e.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			keep := cur.Status.Conditions[:0]
+			for _, c := range cur.Status.Conditions {
+				if c.Type != v1.PodScheduled {
+					keep = append(keep, c)
+				}
+			}
+			if cur.Spec.NodeName != "" || len(keep) == len(cur.Status.Conditions) {
+				break
+			}
+			cur.Status.Conditions = keep
+			if _, err = e.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err == nil {
+				break
+			} else if !apierrors.IsConflict(err) {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func allBound(decided map[string]Outcome) bool {
@@ -237,9 +310,12 @@ func (e *Env) submitGang(ctx context.Context, job GangJob, annotations map[strin
 			SchedulingPolicy:  schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(job.Pods)}},
 		},
 	}
-	if e.Policy.TopologyKey != "" {
+	if key := e.Policy.TopologyKey; key != "" {
+		if job.TopologyKey != "" {
+			key = job.TopologyKey
+		}
 		pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{
-			Topology: []schedulingv1beta1.TopologyConstraint{{Key: e.Policy.TopologyKey}},
+			Topology: []schedulingv1beta1.TopologyConstraint{{Key: key}},
 		}
 	}
 	if _, err := e.Client.SchedulingV1beta1().PodGroups(Namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {

@@ -141,12 +141,17 @@ func (r *Report) writeGangs(dir, name string, results []GangResult, md *strings.
 		}
 	}
 	md.WriteString("\nBy gang size (single-pod gangs meet every bound by construction, so they are apart):\n\n" +
-		"| policy | size | gangs | placed | at leaf lower bound | mean extra leaves | mean wait (sim) |\n|---|---|---|---|---|---|---|\n")
+		"| policy | size | gangs | placed | at leaf lower bound | mean extra leaves | mean wait (sim) | GPU utilisation |\n|---|---|---|---|---|---|---|---|\n")
 	for _, res := range results {
 		for _, c := range res.BySize() {
-			fmt.Fprintf(md, "| %s | %s | %d | %d | %d (%s) | %.2f | %s |\n", res.Policy, c.Size, c.Gangs, c.Placed,
-				c.AtLowerBound, share(c.AtLowerBound, c.Placed), c.MeanExtraLeaves, c.MeanWait.Round(time.Second))
+			fmt.Fprintf(md, "| %s | %s | %d | %d | %d (%s) | %.2f | %s | %.1f%% |\n", res.Policy, c.Size, c.Gangs, c.Placed,
+				c.AtLowerBound, share(c.AtLowerBound, c.Placed), c.MeanExtraLeaves, c.MeanWait.Round(time.Second), 100*res.Utilisation(c.GangSummary))
 		}
+	}
+	md.WriteString("\n")
+	for _, res := range results {
+		fmt.Fprintf(md, "- %s: GPUs busy %.1f%% of %d GPUs x %s simulated (the makespan); %d times the scheduler gave no outcome within a minute after room freed; %s wall clock\n",
+			res.Policy, 100*res.Utilisation(res.Summary()), res.GPUs, res.Makespan.Round(time.Second), res.Undecided, res.Duration.Round(time.Second))
 	}
 	file := "gangs-" + slug(name)
 	fmt.Fprintf(md, "\n![%s](%s.svg)\n\n", name, file)

@@ -100,7 +100,7 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"evictions to overflow: 16, back to physical: 16", "gang train running 1s after it was submitted",
-		"This is not the FGD paper's fragmentation metric", "| sluice | 9-32 GPUs | 2 | 2 | 1 (50%) |"} {
+		"This is not the FGD paper's fragmentation metric", "| sluice | 9-32 GPUs | 2 | 2 | 1 (50%) |", "GPUs busy"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("summary lacks %q:\n%s", want, data)
 		}
@@ -115,5 +115,45 @@ func TestWrite(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// TestQueueJobs: the high-occupancy workload is the same for a seed, half
+// single-GPU gangs, a mean near 21 GPUs, 8-GPU pods above 8 GPUs, and the
+// constraint of the lowest level that holds each gang.
+func TestQueueJobs(t *testing.T) {
+	key := func(gpus int) string {
+		if gpus <= 64 {
+			return "leaf"
+		}
+		return "spine"
+	}
+	jobs := QueueJobs(3000, 1, 20*time.Second, 20*time.Minute, key)
+	again := QueueJobs(3000, 1, 20*time.Second, 20*time.Minute, key)
+	if jobs[2999] != again[2999] {
+		t.Errorf("two runs with seed 1 differ: %+v, %+v", jobs[2999], again[2999])
+	}
+	gpus, single := 0, 0
+	for i, j := range jobs {
+		g := j.Pods * j.GPUsPerPod
+		gpus += g
+		if j.Pods == 1 {
+			single++
+		}
+		if g > 8 && j.GPUsPerPod != 8 || g <= 8 && j.Pods != 1 {
+			t.Fatalf("job %d: %d pods of %d GPUs", i, j.Pods, j.GPUsPerPod)
+		}
+		if want := key(g); j.TopologyKey != want {
+			t.Fatalf("job %d (%d GPUs): key %q, want %q", i, g, j.TopologyKey, want)
+		}
+		if i > 0 && j.Submit < jobs[i-1].Submit {
+			t.Fatalf("job %d arrives before job %d", i, i-1)
+		}
+	}
+	if mean := float64(gpus) / float64(len(jobs)); mean < 18 || mean > 24 {
+		t.Errorf("mean gang size %.1f GPUs, want about 21", mean)
+	}
+	if share := float64(single) / float64(len(jobs)); share < 0.65 || share > 0.78 {
+		t.Errorf("%.2f of gangs are single pods, want about 0.71 (up to 8 GPUs)", share)
 	}
 }
