@@ -162,7 +162,8 @@ sim: tools
 sim-smoke: tools
 	@mkdir -p _output
 	./$(BIN)/sluice-sim -data internal/traces/testdata -out _output/sim-smoke -log _output/sim-smoke.log \
-		-experiments fgd,tiresias,dlrm -max-arrivals 15 -max-jobs 4 -dlrm-fill 0.05 -scenario scenarios/smoke.yaml -check
+		-experiments fgd,tiresias,dlrm,queue -queue-policies upstream-TopologyPlacement,sluice \
+		-max-arrivals 15 -max-jobs 4 -dlrm-fill 0.05 -scenario scenarios/smoke.yaml -check
 
 ## verify: formatting, vet, lint, generated code and go.mod up to date
 verify: $(STATICCHECK)
