@@ -43,6 +43,11 @@ func (r *Report) Check() error {
 		if len(s.GangRunning) == 0 {
 			errs = append(errs, fmt.Errorf("scenario %s: no gang ran", s.Name))
 		}
+		for g, leaves := range s.GangLeaves {
+			if bound := s.GangLowerBound[g]; leaves > bound {
+				errs = append(errs, fmt.Errorf("scenario %s: gang %s spans %d leaves, its lower bound is %d", s.Name, g, leaves, bound))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

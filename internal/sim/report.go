@@ -201,7 +201,8 @@ func (r *Report) writeScenario(dir string, s ScenarioResult, md *strings.Builder
 	}
 	sort.Strings(gangs)
 	for _, g := range gangs {
-		fmt.Fprintf(md, "- gang %s running %s after it was submitted\n", g, s.GangRunning[g].Round(100*time.Millisecond))
+		fmt.Fprintf(md, "- gang %s running %s after it was submitted, on %d leaves (lower bound %d)\n", g, s.GangRunning[g].Round(100*time.Millisecond),
+			s.GangLeaves[g], s.GangLowerBound[g])
 	}
 	file := "scenario-" + slug(s.Name)
 	fmt.Fprintf(md, "\n![%s](%s.svg)\n\n", s.Name, file)

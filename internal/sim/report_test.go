@@ -20,7 +20,8 @@ func full() *Report {
 			{Name: "b", Pods: 4, GPUsPerPod: 8, Placed: true, Leaves: 2, LowerBound: 1, Nodes: 4, LowerBoundNodes: 4},
 		}}}},
 		Packing:  []PackingResult{{Policy: "sluice", Pods: 4, Placed: 4, FreeNodes: 1, FreeLeaves: 1, Nodes: 2, Leaves: 2}},
-		Scenario: []ScenarioResult{{Name: "smoke", Evictions: map[string]int{"preemption": 16, "return": 16}, GangRunning: map[string]time.Duration{"train": time.Second}}},
+		Scenario: []ScenarioResult{{Name: "smoke", Evictions: map[string]int{"preemption": 16, "return": 16}, GangRunning: map[string]time.Duration{"train": time.Second},
+			GangLeaves: map[string]int{"train": 1}, GangLowerBound: map[string]int{"train": 1}}},
 	}
 }
 
@@ -38,6 +39,7 @@ func TestCheck(t *testing.T) {
 		{"nothing moved", func(r *Report) { r.Scenario[0].Evictions = map[string]int{} }, "scenario smoke: no production pod moved"},
 		{"not all came back", func(r *Report) { r.Scenario[0].Evictions["return"] = 15 }, "scenario smoke: 16 pods moved to the overflow node, 15 came back"},
 		{"the gang never ran", func(r *Report) { r.Scenario[0].GangRunning = nil }, "scenario smoke: no gang ran"},
+		{"the gang spread", func(r *Report) { r.Scenario[0].GangLeaves["train"] = 2 }, "scenario smoke: gang train spans 2 leaves, its lower bound is 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,7 +101,7 @@ func TestWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"evictions to overflow: 16, back to physical: 16", "gang train running 1s after it was submitted",
+	for _, want := range []string{"evictions to overflow: 16, back to physical: 16", "gang train running 1s after it was submitted, on 1 leaves (lower bound 1)",
 		"This is not the FGD paper's fragmentation metric", "| sluice | 9-32 GPUs | 2 | 2 | 1 (50%) |", "GPUs busy"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("summary lacks %q:\n%s", want, data)

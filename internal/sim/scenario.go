@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/gang"
 )
 
@@ -156,7 +157,11 @@ type ScenarioResult struct {
 	// GangRunning is, per gang, the time from its submission to all its
 	// pods bound.
 	GangRunning map[string]time.Duration
-	Samples     []Sample
+	// GangLeaves is, per gang, the leaf switches it spans once running;
+	// GangLowerBound the fewest that could hold it (every node's GPUs
+	// count: a claim may move production anywhere).
+	GangLeaves, GangLowerBound map[string]int
+	Samples                    []Sample
 }
 
 const overflowNodeName = "overflow"
@@ -179,7 +184,16 @@ func RunScenario(ctx context.Context, env *Env, s *Scenario, interval time.Durat
 	if err := env.CreateNodes(ctx, objs); err != nil {
 		return ScenarioResult{}, err
 	}
-	res := ScenarioResult{Name: s.Name, Evictions: map[string]int{}, GangRunning: map[string]time.Duration{}}
+	res := ScenarioResult{Name: s.Name, Evictions: map[string]int{}, GangRunning: map[string]time.Duration{},
+		GangLeaves: map[string]int{}, GangLowerBound: map[string]int{}}
+	tree, _, err := treeOf(nodes)
+	if err != nil {
+		return res, err
+	}
+	whole := map[string]int{}
+	for _, n := range nodes {
+		whole[n.Name] = n.GPUs
+	}
 	events := append([]Event(nil), s.Events...)
 	sort.SliceStable(events, func(i, j int) bool { return events[i].At.Duration < events[j].At.Duration })
 	start := time.Now()
@@ -195,6 +209,7 @@ func RunScenario(ctx context.Context, env *Env, s *Scenario, interval time.Durat
 			}
 			if g := events[next].Gang; g != nil {
 				submitted[g.Name] = elapsed
+				res.GangLowerBound[g.Name], _ = boundsFor(tree, whole, GangJob{Pods: g.Pods, GPUsPerPod: g.GPUs})
 			}
 			next++
 		}
@@ -210,6 +225,9 @@ func RunScenario(ctx context.Context, env *Env, s *Scenario, interval time.Durat
 		for name, at := range submitted {
 			if _, done := res.GangRunning[name]; !done && bound[name] {
 				res.GangRunning[name] = elapsed - at
+				if res.GangLeaves[name], err = env.gangLeaves(tree, name); err != nil {
+					return res, err
+				}
 			}
 		}
 		if progress != nil {
@@ -305,6 +323,23 @@ func (e *Env) apply(ctx context.Context, ev Event) error {
 }
 
 // sample counts GPUs by class and place, and which gangs are fully bound.
+// gangLeaves is the number of leaves a gang's bound pods span.
+func (e *Env) gangLeaves(tree *fabric.Tree, gang string) (int, error) {
+	pods, err := e.Pods(Namespace)
+	if err != nil {
+		return 0, err
+	}
+	var idx []int
+	for _, p := range pods {
+		if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName == gang {
+			if i, ok := tree.NodeIndex(p.Spec.NodeName); ok {
+				idx = append(idx, i)
+			}
+		}
+	}
+	return tree.Span(idx, 1), nil
+}
+
 func (e *Env) sample(t time.Duration) (Sample, map[string]bool, error) {
 	pods, err := e.Pods(Namespace)
 	if err != nil {
