@@ -13,7 +13,7 @@ import (
 )
 
 func TestParseFabricRequest(t *testing.T) {
-	fabric := &config.FabricConfig{Levels: []config.FabricLevel{{Name: "leaf"}, {Name: "spine"}, {Name: "block"}},
+	fabric := &config.FabricConfig{Levels: []config.FabricLevel{{Name: "leaf", NodeLabel: "example.com/leaf"}, {Name: "spine", NodeLabel: "example.com/spine"}, {Name: "block"}},
 		DefaultLevel: "any", DefaultMode: config.FabricModePreferred}
 	defaults := FabricRequest{Level: "any", Mode: config.FabricModePreferred}
 	tests := []struct {
@@ -27,7 +27,18 @@ func TestParseFabricRequest(t *testing.T) {
 		{"level only keeps the default mode", map[string]string{FabricLevelAnnotation: "spine"}, FabricRequest{Level: "spine", Mode: config.FabricModePreferred}, ""},
 		{"any", map[string]string{FabricLevelAnnotation: "any"}, defaults, ""},
 		{"unknown level", map[string]string{FabricLevelAnnotation: "rack"}, FabricRequest{}, `metadata.annotations[sluice.dev/fabric-level]`},
-		{"mode is lower case", map[string]string{FabricModeAnnotation: "Required"}, FabricRequest{}, `metadata.annotations[sluice.dev/fabric-mode]: Unsupported value: "Required"`},
+		// Values in any case, as the args write them (Required) or not.
+		{"mode in any case", map[string]string{FabricLevelAnnotation: "Leaf", FabricModeAnnotation: "Required"}, FabricRequest{Level: "leaf", Mode: config.FabricModeRequired}, ""},
+		{"upper case", map[string]string{FabricLevelAnnotation: "SPINE", FabricModeAnnotation: "PREFERRED"}, FabricRequest{Level: "spine", Mode: config.FabricModePreferred}, ""},
+		{"Any", map[string]string{FabricLevelAnnotation: "Any"}, defaults, ""},
+		{"unknown mode", map[string]string{FabricModeAnnotation: "strict"}, FabricRequest{}, `metadata.annotations[sluice.dev/fabric-mode]: Unsupported value: "strict"`},
+		// Kueue TAS: a node label key, the level it labels.
+		{"kueue required", map[string]string{KueueRequiredTopologyAnnotation: "example.com/spine"}, FabricRequest{Level: "spine", Mode: config.FabricModeRequired}, ""},
+		{"kueue preferred", map[string]string{KueuePreferredTopologyAnnotation: "example.com/leaf"}, FabricRequest{Level: "leaf", Mode: config.FabricModePreferred}, ""},
+		{"kueue key of no level", map[string]string{KueueRequiredTopologyAnnotation: "kubernetes.io/hostname"},
+			FabricRequest{}, `metadata.annotations[kueue.x-k8s.io/podset-required-topology]: Unsupported value: "kubernetes.io/hostname": supported values: "example.com/leaf", "example.com/spine"`},
+		{"sluice's annotations win over Kueue's", map[string]string{KueueRequiredTopologyAnnotation: "example.com/spine", FabricLevelAnnotation: "leaf"},
+			FabricRequest{Level: "leaf", Mode: config.FabricModePreferred}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +90,7 @@ func TestNativeFabricRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := NativeFabricRequest(tt.pg, fabric)
+			got, err := NativeFabricRequest(tt.pg, tt.pg.Annotations, fabric)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error = %v, want it to contain %q", err, tt.err)

@@ -6,6 +6,9 @@ package gang
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -109,7 +112,11 @@ func (g *Gangs) nativeGang(key Key, pg *schedulingv1beta1.PodGroup) (*Gang, erro
 	if gp := pg.Spec.SchedulingPolicy.Gang; gp != nil {
 		out.MinMember = max(int(gp.MinCount), 1)
 	}
-	req, err := NativeFabricRequest(pg, g.fabric)
+	annotations, err := g.requestAnnotations(key, pg.Annotations)
+	if err != nil {
+		return out, &InvalidError{Reason: ReasonInvalidRequest, Key: key, Err: err}
+	}
+	req, err := NativeFabricRequest(pg, annotations, g.fabric)
 	if err != nil {
 		return out, &InvalidError{Reason: ReasonInvalidRequest, Key: key, Err: err}
 	}
@@ -125,11 +132,53 @@ func (g *Gangs) labelGang(key Key, pg *v1alpha1.PodGroup) (*Gang, error) {
 	if t := pg.Spec.ScheduleTimeoutSeconds; t != nil && *t > 0 {
 		out.ScheduleTimeout = time.Duration(*t) * time.Second
 	}
-	req, err := ParseFabricRequest(pg.Annotations, g.fabric)
+	annotations, err := g.requestAnnotations(key, pg.Annotations)
+	if err != nil {
+		return out, &InvalidError{Reason: ReasonInvalidRequest, Key: key, Err: err}
+	}
+	req, err := ParseFabricRequest(annotations, g.fabric)
 	if err != nil {
 		return out, &InvalidError{Reason: ReasonInvalidRequest, Key: key, Err: err}
 	}
 	out.Request = req
+	return out, nil
+}
+
+// requestAnnotations are the annotations a gang's fabric request is read
+// from: its PodGroup's when they hold any fabric annotation, else its
+// members' (JobSet, Kubeflow Trainer, LeaderWorkerSet and Kueue write them
+// on the pod template), which must agree.
+func (g *Gangs) requestAnnotations(key Key, podGroup map[string]string) (map[string]string, error) {
+	for _, k := range fabricAnnotations() {
+		if _, ok := podGroup[k]; ok {
+			return podGroup, nil
+		}
+	}
+	if g.members == nil {
+		return podGroup, nil
+	}
+	pods, err := g.members.List(key)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(pods, func(a, b *v1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	var out map[string]string
+	from := ""
+	for _, p := range pods {
+		got := map[string]string{}
+		for _, k := range fabricAnnotations() {
+			if v, ok := p.Annotations[k]; ok {
+				got[k] = v
+			}
+		}
+		if from == "" {
+			out, from = got, p.Name
+			continue
+		}
+		if !maps.Equal(out, got) {
+			return nil, fmt.Errorf("pods %s and %s ask for different fabric placements (%v and %v): annotate the PodGroup, or every pod alike", from, p.Name, out, got)
+		}
+	}
 	return out, nil
 }
 
