@@ -19,7 +19,7 @@ func full() *Report {
 			{Name: "a", Pods: 2, GPUsPerPod: 8, Placed: true, Leaves: 1, LowerBound: 1, Nodes: 2, LowerBoundNodes: 2, Waited: 3 * time.Second},
 			{Name: "b", Pods: 4, GPUsPerPod: 8, Placed: true, Leaves: 2, LowerBound: 1, Nodes: 4, LowerBoundNodes: 4},
 		}}}},
-		Packing:  []PackingResult{{Policy: "sluice", Pods: 4, Placed: 4, FreeNodes: 1, FreeLeaves: 1, Nodes: 2, Leaves: 2}},
+		Packing: []PackingResult{{Policy: "sluice", Pods: 4, Placed: 4, FreeNodes: 1, FreeLeaves: 1, Nodes: 2, Leaves: 2}},
 		Scenario: []ScenarioResult{{Name: "smoke", Evictions: map[string]int{"preemption": 16, "return": 16}, GangRunning: map[string]time.Duration{"train": time.Second},
 			GangLeaves: map[string]int{"train": 1}, GangLowerBound: map[string]int{"train": 1}}},
 	}
