@@ -93,20 +93,26 @@ type SizeSummary struct {
 	GangSummary
 }
 
-// sizeClasses are the classes of multi-pod gangs, by their GPUs.
-var sizeClasses = []struct {
+// sizeClass is a class of multi-pod gangs, by their GPUs.
+type sizeClass struct {
 	upTo int
 	name string
-}{{8, "2-8 GPUs"}, {32, "9-32 GPUs"}, {128, "33-128 GPUs"}, {1 << 30, "over 128 GPUs"}}
+}
+
+// sizeClasses are the classes of multi-pod gangs, smallest first.
+func sizeClasses() []sizeClass {
+	return []sizeClass{{8, "2-8 GPUs"}, {32, "9-32 GPUs"}, {128, "33-128 GPUs"}, {1 << 30, "over 128 GPUs"}}
+}
 
 // BySize sums up the run by gang size: single-pod gangs apart, multi-pod
 // gangs by their GPUs; classes with no gang are left out.
 func (r GangResult) BySize() []SizeSummary {
-	classes := make([][]GangOutcome, len(sizeClasses)+1)
+	sizes := sizeClasses()
+	classes := make([][]GangOutcome, len(sizes)+1)
 	for _, g := range r.Gangs {
 		k := 0
 		if g.Pods > 1 {
-			for k = 1; g.Pods*g.GPUsPerPod > sizeClasses[k-1].upTo; k++ {
+			for k = 1; g.Pods*g.GPUsPerPod > sizes[k-1].upTo; k++ {
 			}
 		}
 		classes[k] = append(classes[k], g)
@@ -118,7 +124,7 @@ func (r GangResult) BySize() []SizeSummary {
 		}
 		name := "1 pod"
 		if k > 0 {
-			name = sizeClasses[k-1].name
+			name = sizes[k-1].name
 		}
 		out = append(out, SizeSummary{Size: name, GangSummary: summarize(gangs)})
 	}

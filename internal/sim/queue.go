@@ -14,8 +14,10 @@ import (
 // cluster (../shared/data/traces/acme_cluster_summary.csv: med_gpu_num 1),
 // and a tail to 256 GPUs, for a mean of about 21 GPUs (Kalos: 26.77,
 // Helios: 3.7).
-var queueSizes = []struct{ gpus, weight int }{
-	{1, 45}, {2, 8}, {4, 8}, {8, 10}, {16, 8}, {32, 8}, {64, 6}, {128, 5}, {256, 2},
+func queueSizes() []struct{ gpus, weight int } {
+	return []struct{ gpus, weight int }{
+		{1, 45}, {2, 8}, {4, 8}, {8, 10}, {16, 8}, {32, 8}, {64, 6}, {128, 5}, {256, 2},
+	}
 }
 
 // QueueJobs is a high-occupancy gang workload: n gangs whose arrival gaps
@@ -26,8 +28,9 @@ var queueSizes = []struct{ gpus, weight int }{
 // a user of upstream's TopologyPlacement would write).
 func QueueJobs(n int, seed uint64, gap, run time.Duration, key func(gpus int) string) []GangJob {
 	rng := rand.New(rand.NewPCG(seed, 0x51ce))
+	sizes := queueSizes()
 	total := 0
-	for _, s := range queueSizes {
+	for _, s := range sizes {
 		total += s.weight
 	}
 	jobs := make([]GangJob, n)
@@ -35,7 +38,7 @@ func QueueJobs(n int, seed uint64, gap, run time.Duration, key func(gpus int) st
 	for i := range jobs {
 		at += time.Duration(rng.ExpFloat64() * float64(gap))
 		pick, gpus := rng.IntN(total), 0
-		for _, s := range queueSizes {
+		for _, s := range sizes {
 			if pick < s.weight {
 				gpus = s.gpus
 				break
