@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -147,7 +145,7 @@ func (g *Gangs) labelGang(key Key, pg *v1alpha1.PodGroup) (*Gang, error) {
 // requestAnnotations are the annotations a gang's fabric request is read
 // from: its PodGroup's when they hold any fabric annotation, else its
 // members' (JobSet, Kubeflow Trainer, LeaderWorkerSet and Kueue write them
-// on the pod template), which must agree.
+// on the pod template): the members that carry any must agree.
 func (g *Gangs) requestAnnotations(key Key, podGroup map[string]string) (map[string]string, error) {
 	for _, k := range fabricAnnotations() {
 		if _, ok := podGroup[k]; ok {
@@ -161,25 +159,41 @@ func (g *Gangs) requestAnnotations(key Key, podGroup map[string]string) (map[str
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(pods, func(a, b *v1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	var out map[string]string
 	from := ""
 	for _, p := range pods {
-		got := map[string]string{}
-		for _, k := range fabricAnnotations() {
-			if v, ok := p.Annotations[k]; ok {
-				got[k] = v
-			}
+		got := fabricOf(p.Annotations)
+		if got == nil {
+			continue // a template left bare (an LWS leader's, say)
 		}
 		if from == "" {
 			out, from = got, p.Name
 			continue
 		}
 		if !maps.Equal(out, got) {
-			return nil, fmt.Errorf("pods %s and %s ask for different fabric placements (%v and %v): annotate the PodGroup, or every pod alike", from, p.Name, out, got)
+			a, b := from, p.Name
+			if b < a {
+				a, b, out, got = b, a, got, out
+			}
+			return nil, fmt.Errorf("pods %s and %s ask for different fabric placements (%v and %v): annotate the PodGroup, or every pod alike", a, b, out, got)
 		}
 	}
 	return out, nil
+}
+
+// fabricOf picks the fabric annotations (nil when there are none: most
+// gangs' pods, read without allocating).
+func fabricOf(annotations map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range fabricAnnotations() {
+		if v, ok := annotations[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // Scheduler is what the scheduler knows of gang members beyond the pod

@@ -41,6 +41,8 @@ func TestRequestFromPodTemplates(t *testing.T) {
 			FabricRequest{Level: "leaf", Mode: config.FabricModeRequired}, ""},
 		{"the PodGroup's win", map[string]string{FabricLevelAnnotation: "spine"}, []map[string]string{{FabricLevelAnnotation: "leaf"}},
 			FabricRequest{Level: "spine", Mode: config.FabricModePreferred}, ""},
+		{"a bare template beside an annotated one", nil, []map[string]string{nil, {FabricLevelAnnotation: "leaf"}},
+			FabricRequest{Level: "leaf", Mode: config.FabricModePreferred}, ""},
 		{"none anywhere: defaults", nil, []map[string]string{{"other": "x"}}, FabricRequest{Level: "any", Mode: config.FabricModePreferred}, ""},
 		{"pods disagree", nil, []map[string]string{{FabricLevelAnnotation: "leaf"}, {FabricLevelAnnotation: "spine"}}, FabricRequest{},
 			"pods w0 and w1 ask for different fabric placements"},

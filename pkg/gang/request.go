@@ -30,8 +30,8 @@ const (
 )
 
 // fabricAnnotations are the annotations a fabric request is read from.
-func fabricAnnotations() []string {
-	return []string{FabricLevelAnnotation, FabricModeAnnotation, KueueRequiredTopologyAnnotation, KueuePreferredTopologyAnnotation}
+func fabricAnnotations() [4]string {
+	return [4]string{FabricLevelAnnotation, FabricModeAnnotation, KueueRequiredTopologyAnnotation, KueuePreferredTopologyAnnotation}
 }
 
 // FabricRequest is where a gang asks to be placed.
