@@ -52,10 +52,17 @@ tools:
 KEEP ?=
 SLURM ?=
 DEMO_FLAGS ?=
-demo: build tools
+DEMO_KEEP = $(if $(KEEP),-keep -kubectl $(BIN)/kubectl)
+demo: build tools $(if $(KEEP),$(BIN)/kubectl)
 	@if [ -n "$(SLURM)" ]; then ./hack/slurm-up.sh >/dev/null && . $${SLURM_CI_DIR:-/tmp/slurm-ci}/slurm.env && \
-		./$(BIN)/sluice-demo -slurm $(if $(KEEP),-keep) $(DEMO_FLAGS); \
-	else ./$(BIN)/sluice-demo $(if $(KEEP),-keep) $(DEMO_FLAGS); fi
+		./$(BIN)/sluice-demo -slurm $(DEMO_KEEP) $(DEMO_FLAGS); \
+	else ./$(BIN)/sluice-demo $(DEMO_KEEP) $(DEMO_FLAGS); fi
+
+## bin/kubectl: upstream's kubectl at the Kubernetes version sluice builds
+## on, for the cluster `make demo KEEP=1` leaves up (its own module,
+## hack/kubectl, so the scheduler's dependencies stay as they are)
+$(BIN)/kubectl: hack/kubectl/go.mod hack/kubectl/main.go
+	cd hack/kubectl && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=v1.37.2" -o $(abspath $(BIN))/kubectl .
 
 # The smoke run reads a real Slurm, as the Slurm integration tests do
 # (hack/with-test-slurm.sh starts one unless one is running).

@@ -32,6 +32,7 @@ func main() {
 	flag.StringVar(&o.Manifests, "manifests", "manifests", "the manifests/ directory")
 	flag.StringVar(&o.Out, "out", "_output/demo", "directory for the report, logs and kubeconfig")
 	flag.BoolVar(&o.Keep, "keep", false, "leave the cluster up after the story until Ctrl-C")
+	flag.StringVar(&o.Kubectl, "kubectl", "", "the kubectl to name in -keep's instructions (default: the one on PATH)")
 	flag.IntVar(&o.SchedulerPort, "scheduler-port", 10259, "sluice-scheduler's secure port")
 	flag.IntVar(&o.OverflowPort, "overflow-port", 10266, "sluice-overflow-node's metrics port")
 	flag.IntVar(&o.KubeletPort, "kubelet-port", 10250, "sluice-overflow-node's kubelet API port (kubectl logs)")

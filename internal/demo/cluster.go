@@ -85,7 +85,7 @@ func up(ctx context.Context, o *Options, say func(string, ...any)) (c *cluster, 
 			err = fmt.Errorf("starting the control plane: %s (see %s)", f, logFile.Name())
 		}
 		if err != nil {
-			c.down()
+			c.down(say)
 		}
 	}()
 
@@ -337,15 +337,18 @@ func (c *cluster) startOverflowNode(ctx context.Context, o *Options, logs string
 }
 
 // down stops everything the demo started.
-func (c *cluster) down() {
-	c.procs.stopAll()
+func (c *cluster) down(say func(string, ...any)) {
+	c.procs.stopAll(say)
 	if c.cancel != nil {
+		say("stopping the in-process controllers and the node simulator")
 		c.cancel()
 	}
 	if c.remote != nil {
+		say("stopping the remote cluster (kube-apiserver, etcd)")
 		c.remote.Stop()
 	}
 	if c.home != nil {
+		say("stopping the home cluster (kube-apiserver, etcd)")
 		c.home.Stop()
 	}
 	c.tb.RunCleanups()

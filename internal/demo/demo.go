@@ -52,6 +52,9 @@ type Options struct {
 	SchedulerPort, OverflowPort, KubeletPort int
 	// Keep leaves the cluster up after the story until interrupted.
 	Keep bool
+	// Kubectl is the kubectl the KEEP message names (make demo KEEP=1
+	// builds one into bin/); empty: the one on PATH.
+	Kubectl string
 	// Slurm, when set, is a real Slurm (hack/slurm-up.sh) whose node state
 	// sluice reads; the demo drains a node halfway through.
 	Slurm *Slurm
@@ -98,7 +101,11 @@ func Run(ctx context.Context, o *Options) (err error) {
 		return err
 	}
 	d.cluster = c
-	defer c.down()
+	defer func() {
+		c.down(d.say)
+		d.say("stopped everything the demo started")
+		d.flush()
+	}()
 	d.view.nodes = c.nodes
 	if d.obs, err = newObserver(ctx, c, o, d.start); err != nil {
 		return err
@@ -132,7 +139,11 @@ func Run(ctx context.Context, o *Options) (err error) {
 			return err
 		}
 		abs, _ := filepath.Abs(kubeconfig)
-		d.say("KEEP=1: the cluster stays up. In another terminal: export KUBECONFIG=%s; kubectl get nodes,pods -A (kubectl logs works for pods on the overflow node too). Ctrl-C stops everything.", abs)
+		kubectl := "kubectl"
+		if o.Kubectl != "" {
+			kubectl, _ = filepath.Abs(o.Kubectl)
+		}
+		d.say("KEEP=1: the cluster stays up. In another terminal: export KUBECONFIG=%s; %s get nodes,pods -A (%s logs works for pods on the overflow node too). Ctrl-C stops everything.", abs, kubectl, kubectl)
 		d.flush()
 		<-ctx.Done()
 		d.say("stopping")

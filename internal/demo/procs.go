@@ -101,12 +101,16 @@ func (ps *processes) remove(p *process) {
 	}
 }
 
-func (ps *processes) stopAll() {
+// stopAll stops every process, the last started first, saying which.
+func (ps *processes) stopAll(say func(string, ...any)) {
 	ps.mu.Lock()
 	procs := ps.procs
 	ps.procs = nil
 	ps.mu.Unlock()
 	for i := len(procs) - 1; i >= 0; i-- {
+		if done, _ := procs[i].exited(); !done {
+			say("stopping %s (pid %d)", procs[i].name, procs[i].cmd.Process.Pid)
+		}
 		procs[i].stop(10 * time.Second)
 	}
 }

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package demo
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestStopAllSaysWhatItStops: tearing down names every process it stops,
+// the last started first, and each has ended when stopAll returns.
+func TestStopAllSaysWhatItStops(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps processes
+	var started []*process
+	for _, name := range []string{"first", "second"} {
+		p, err := startProcess(name, sleep, filepath.Join(t.TempDir(), name+".log"), "60")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps.add(p)
+		started = append(started, p)
+	}
+	var said []string
+	ps.stopAll(func(format string, args ...any) { said = append(said, fmt.Sprintf(format, args...)) })
+	want := []string{
+		fmt.Sprintf("stopping second (pid %d)", started[1].cmd.Process.Pid),
+		fmt.Sprintf("stopping first (pid %d)", started[0].cmd.Process.Pid),
+	}
+	if !slices.Equal(said, want) {
+		t.Errorf("said %q, want %q", said, want)
+	}
+	for _, p := range started {
+		if done, _ := p.exited(); !done {
+			t.Errorf("%s still runs after stopAll", p.name)
+		}
+	}
+}
