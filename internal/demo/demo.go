@@ -101,7 +101,11 @@ func Run(ctx context.Context, o *Options) (err error) {
 		return err
 	}
 	d.cluster = c
+	// Everything the demo watches stops before the clusters do: an
+	// apiserver waits up to a minute for open watches when it shuts down.
+	ctx, stopWatching := context.WithCancel(ctx)
 	defer func() {
+		stopWatching()
 		c.down(d.say)
 		d.say("stopped everything the demo started")
 		d.flush()
