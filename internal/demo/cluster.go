@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-sched/sluice/internal/kcm"
 	"github.com/sluice-sched/sluice/internal/localcluster"
 	"github.com/sluice-sched/sluice/internal/nodesim"
+	"github.com/sluice-sched/sluice/internal/procs"
 	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
 	"github.com/sluice-sched/sluice/pkg/overflownode"
 	"github.com/sluice-sched/sluice/pkg/registry"
@@ -38,7 +39,7 @@ const (
 type cluster struct {
 	home, remote *localcluster.ControlPlane
 	client       kubernetes.Interface
-	procs        processes
+	procs        procs.Set
 	nodes        []nodeInfo // physical GPU nodes, in fabric order
 	tb           *localcluster.ProcessTB
 	cancel       context.CancelFunc
@@ -47,7 +48,7 @@ type cluster struct {
 	// logs is the component logs' directory; scheduler the running
 	// sluice-scheduler.
 	logs      string
-	scheduler *process
+	scheduler *procs.Process
 }
 
 // nodeInfo is a physical node's place in the fabric.
@@ -62,7 +63,7 @@ func up(ctx context.Context, o *Options, say func(string, ...any)) (c *cluster, 
 		port int
 		what string
 	}{{o.SchedulerPort, "sluice-scheduler's /healthz and /metrics"}, {o.OverflowPort, "sluice-overflow-node's /metrics"}, {o.KubeletPort, "sluice-overflow-node's kubelet API (kubectl logs)"}} {
-		if err := checkPortFree(p.port, p.what); err != nil {
+		if err := procs.CheckPortFree(p.port, p.what); err != nil {
 			return nil, err
 		}
 	}
@@ -268,7 +269,7 @@ func (c *cluster) startScheduler(ctx context.Context, o *Options, makeBeforeBrea
 		logName = "sluice-scheduler-break-before-make.log"
 	}
 	say(msg+")", o.ReturnHysteresis)
-	p, err := startProcess("sluice-scheduler", filepath.Join(o.Bin, "sluice-scheduler"), filepath.Join(c.logs, logName),
+	p, err := procs.Start("sluice-scheduler", filepath.Join(o.Bin, "sluice-scheduler"), filepath.Join(c.logs, logName),
 		"--config="+file,
 		"--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
 		fmt.Sprintf("--secure-port=%d", o.SchedulerPort), "--bind-address=127.0.0.1",
@@ -277,17 +278,17 @@ func (c *cluster) startScheduler(ctx context.Context, o *Options, makeBeforeBrea
 	if err != nil {
 		return err
 	}
-	c.procs.add(p)
+	c.procs.Add(p)
 	c.scheduler = p
-	return waitHealthy(ctx, p, fmt.Sprintf("https://127.0.0.1:%d/healthz", o.SchedulerPort), 60*time.Second)
+	return procs.WaitHealthy(ctx, p, fmt.Sprintf("https://127.0.0.1:%d/healthz", o.SchedulerPort), 60*time.Second)
 }
 
 // restartScheduler stops sluice-scheduler (it releases its Lease) and
 // starts it again, make-before-break on or off.
 func (c *cluster) restartScheduler(ctx context.Context, o *Options, makeBeforeBreak bool, say func(string, ...any)) error {
 	if old := c.scheduler; old != nil {
-		c.procs.remove(old)
-		old.stop(30 * time.Second)
+		c.procs.Remove(old)
+		old.Stop(30 * time.Second)
 	}
 	return c.startScheduler(ctx, o, makeBeforeBreak, say)
 }
@@ -313,13 +314,13 @@ func (c *cluster) startOverflowNode(ctx context.Context, o *Options, logs string
 		return err
 	}
 	say("starting bin/sluice-overflow-node: one virtual-kubelet node for the remote cluster (kubernetes provider)")
-	p, err := startProcess("sluice-overflow-node", filepath.Join(o.Bin, "sluice-overflow-node"), filepath.Join(logs, "sluice-overflow-node.log"),
+	p, err := procs.Start("sluice-overflow-node", filepath.Join(o.Bin, "sluice-overflow-node"), filepath.Join(logs, "sluice-overflow-node.log"),
 		"--config="+file, "--kubeconfig="+c.home.Kubeconfig, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", o.OverflowPort), "--v=2")
 	if err != nil {
 		return err
 	}
-	c.procs.add(p)
-	if err := waitHealthy(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/readyz", o.OverflowPort), 60*time.Second); err != nil {
+	c.procs.Add(p)
+	if err := procs.WaitHealthy(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/readyz", o.OverflowPort), 60*time.Second); err != nil {
 		return err
 	}
 	return waitFor(ctx, 30*time.Second, "overflow node "+overflowNode+" Ready", func() (bool, error) {
@@ -338,7 +339,7 @@ func (c *cluster) startOverflowNode(ctx context.Context, o *Options, logs string
 
 // down stops everything the demo started.
 func (c *cluster) down(say func(string, ...any)) {
-	c.procs.stopAll(say)
+	c.procs.StopAll(say)
 	if c.cancel != nil {
 		say("stopping the in-process controllers and the node simulator")
 		c.cancel()

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright 2026 The sluice Authors.
 
-package demo
+// Package procs starts and stops the binaries a local run needs (the
+// demo's scheduler and overflow node): each in its own process group, its
+// output in a log file, stopped as a whole.
+package procs
 
 import (
 	"context"
@@ -17,9 +20,9 @@ import (
 	"time"
 )
 
-// process is a binary the demo started, in its own process group so that
+// Process is a binary that was started, in its own process group so that
 // stopping it stops everything it started.
-type process struct {
+type Process struct {
 	name string
 	cmd  *exec.Cmd
 	log  string
@@ -27,8 +30,8 @@ type process struct {
 	err  error
 }
 
-// startProcess runs bin with args, output to logFile.
-func startProcess(name, bin, logFile string, args ...string) (*process, error) {
+// Start runs bin with args, output to logFile.
+func Start(name, bin, logFile string, args ...string) (*Process, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%s: %w (run `make build` first)", bin, err)
 	}
@@ -44,7 +47,7 @@ func startProcess(name, bin, logFile string, args ...string) (*process, error) {
 		_ = out.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logFile, done: make(chan struct{})}
+	p := &Process{name: name, cmd: cmd, log: logFile, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		_ = out.Close()
@@ -53,8 +56,8 @@ func startProcess(name, bin, logFile string, args ...string) (*process, error) {
 	return p, nil
 }
 
-// exited reports whether the process has ended, and how.
-func (p *process) exited() (bool, error) {
+// Exited reports whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
 	select {
 	case <-p.done:
 		return true, p.err
@@ -63,9 +66,9 @@ func (p *process) exited() (bool, error) {
 	}
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after grace.
-func (p *process) stop(grace time.Duration) {
-	if done, _ := p.exited(); done {
+// Stop sends SIGTERM to the process group, then SIGKILL after grace.
+func (p *Process) Stop(grace time.Duration) {
+	if done, _ := p.Exited(); done {
 		return
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
@@ -77,20 +80,21 @@ func (p *process) stop(grace time.Duration) {
 	}
 }
 
-// processes stops what was started, in reverse order, once.
-type processes struct {
+// Set stops what was started, in reverse order, once.
+type Set struct {
 	mu    sync.Mutex
-	procs []*process
+	procs []*Process
 }
 
-func (ps *processes) add(p *process) {
+// Add keeps p, to be stopped with the others.
+func (ps *Set) Add(p *Process) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.procs = append(ps.procs, p)
 }
 
-// remove forgets p (stopped on purpose, not a failure).
-func (ps *processes) remove(p *process) {
+// Remove forgets p (stopped on purpose, not a failure).
+func (ps *Set) Remove(p *Process) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for i, q := range ps.procs {
@@ -101,22 +105,22 @@ func (ps *processes) remove(p *process) {
 	}
 }
 
-// stopAll stops every process, the last started first, saying which.
-func (ps *processes) stopAll(say func(string, ...any)) {
+// StopAll stops every process, the last started first, saying which.
+func (ps *Set) StopAll(say func(string, ...any)) {
 	ps.mu.Lock()
 	procs := ps.procs
 	ps.procs = nil
 	ps.mu.Unlock()
 	for i := len(procs) - 1; i >= 0; i-- {
-		if done, _ := procs[i].exited(); !done {
+		if done, _ := procs[i].Exited(); !done {
 			say("stopping %s (pid %d)", procs[i].name, procs[i].cmd.Process.Pid)
 		}
-		procs[i].stop(10 * time.Second)
+		procs[i].Stop(10 * time.Second)
 	}
 }
 
-// checkPortFree fails with a clear message when a port is taken.
-func checkPortFree(port int, what string) error {
+// CheckPortFree fails with a clear message when a port is taken.
+func CheckPortFree(port int, what string) error {
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		return fmt.Errorf("port %d (%s) is taken: %v; stop what uses it or choose another port with the flag", port, what, err)
@@ -124,15 +128,15 @@ func checkPortFree(port int, what string) error {
 	return ln.Close()
 }
 
-// waitHealthy polls url (https with any certificate, or http) until it
+// WaitHealthy polls url (https with any certificate, or http) until it
 // answers 200, the process exits, or the deadline passes.
-func waitHealthy(ctx context.Context, p *process, url string, timeout time.Duration) error {
+func WaitHealthy(ctx context.Context, p *Process, url string, timeout time.Duration) error {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a local self-signed serving certificate
 	}}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if done, err := p.exited(); done {
+		if done, err := p.Exited(); done {
 			return fmt.Errorf("%s exited (%v); see %s", p.name, err, p.log)
 		}
 		resp, err := client.Get(url)
@@ -149,4 +153,16 @@ func waitHealthy(ctx context.Context, p *process, url string, timeout time.Durat
 		}
 	}
 	return errors.New(p.name + " did not become healthy at " + url + " within " + timeout.String() + "; see " + p.log)
+}
+
+// Alive fails when a process of the set has exited.
+func (ps *Set) Alive() error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.procs {
+		if done, err := p.Exited(); done {
+			return fmt.Errorf("%s exited (%v); see %s", p.name, err, p.log)
+		}
+	}
+	return nil
 }

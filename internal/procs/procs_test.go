@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright 2026 The sluice Authors.
 
-package demo
+package procs
 
 import (
 	"fmt"
@@ -18,18 +18,18 @@ func TestStopAllSaysWhatItStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ps processes
-	var started []*process
+	var ps Set
+	var started []*Process
 	for _, name := range []string{"first", "second"} {
-		p, err := startProcess(name, sleep, filepath.Join(t.TempDir(), name+".log"), "60")
+		p, err := Start(name, sleep, filepath.Join(t.TempDir(), name+".log"), "60")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps.add(p)
+		ps.Add(p)
 		started = append(started, p)
 	}
 	var said []string
-	ps.stopAll(func(format string, args ...any) { said = append(said, fmt.Sprintf(format, args...)) })
+	ps.StopAll(func(format string, args ...any) { said = append(said, fmt.Sprintf(format, args...)) })
 	want := []string{
 		fmt.Sprintf("stopping second (pid %d)", started[1].cmd.Process.Pid),
 		fmt.Sprintf("stopping first (pid %d)", started[0].cmd.Process.Pid),
@@ -38,7 +38,7 @@ func TestStopAllSaysWhatItStops(t *testing.T) {
 		t.Errorf("said %q, want %q", said, want)
 	}
 	for _, p := range started {
-		if done, _ := p.exited(); !done {
+		if done, _ := p.Exited(); !done {
 			t.Errorf("%s still runs after stopAll", p.name)
 		}
 	}
