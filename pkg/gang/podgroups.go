@@ -155,16 +155,30 @@ func (s *PodGroups) run(ctx context.Context, client kubernetes.Interface, dyn dy
 }
 
 func servesPodGroups(client kubernetes.Interface) bool {
-	list, err := client.Discovery().ServerResourcesForGroupVersion(v1alpha1.SchemeGroupVersion.String())
+	ok, _ := Serves(client, v1alpha1.SchemeGroupVersion.String(), v1alpha1.Resource.Resource)
+	return ok
+}
+
+// NativeGroupVersion is the native Workload API's group and version.
+const NativeGroupVersion = "scheduling.k8s.io/v1beta1"
+
+// Serves reports whether the apiserver serves resource in groupVersion
+// (e.g. "scheduling.x-k8s.io/v1alpha1", "podgroups"). An unserved group
+// version is false with no error; a failed discovery is an error.
+func Serves(client kubernetes.Interface, groupVersion, resource string) (bool, error) {
+	list, err := client.Discovery().ServerResourcesForGroupVersion(groupVersion)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
 	if err != nil {
-		return false
+		return false, fmt.Errorf("discovering %s: %w", groupVersion, err)
 	}
 	for _, r := range list.APIResources {
-		if r.Name == v1alpha1.Resource.Resource {
-			return true
+		if r.Name == resource {
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // toTyped converts the informer's unstructured objects once, at ingestion.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
+	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
 	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/claims"
@@ -241,6 +243,9 @@ func (rt *Runtime) build() error {
 			}
 		}
 	}
+	if err := checkGangAPIs(klog.FromContext(ctx), h.ClientSet()); err != nil {
+		return err
+	}
 	labels, err := gang.NewPodGroups(ctx, h.ClientSet(), h.KubeConfig())
 	if err != nil {
 		return err
@@ -265,6 +270,44 @@ func (rt *Runtime) build() error {
 	if rt.autoStart {
 		rt.startLocked()
 	}
+	return nil
+}
+
+// checkGangAPIs says once, at start-up, which gang APIs this scheduler
+// reads. With the native gates on, kube-scheduler waits for its native
+// PodGroup informer before it schedules anything; on an apiserver that
+// does not serve the API it would wait forever, so start-up stops here
+// and says what to change. A failed discovery is logged, not fatal.
+func checkGangAPIs(logger klog.Logger, client kubernetes.Interface) error {
+	gated := utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload)
+	native, nerr := gang.Serves(client, gang.NativeGroupVersion, "podgroups")
+	if gated && nerr == nil && !native {
+		return fmt.Errorf("the feature gate %s is on, but the apiserver does not serve %s podgroups: "+
+			"start kube-apiserver with --runtime-config=%s=true and the same feature gates, or turn the gates off "+
+			"in this scheduler (gangs then use scheduler-plugins PodGroups, %s)",
+			features.GenericWorkload, gang.NativeGroupVersion, gang.NativeGroupVersion, v1alpha1.SchemeGroupVersion)
+	}
+	labels, lerr := gang.Serves(client, v1alpha1.SchemeGroupVersion.String(), v1alpha1.Resource.Resource)
+	var nativeSays, labelSays string
+	switch {
+	case !gated && native:
+		nativeSays = fmt.Sprintf("native Workload API off (feature gate %s off); the apiserver serves %s, whose PodGroups this scheduler ignores", features.GenericWorkload, gang.NativeGroupVersion)
+	case !gated:
+		nativeSays = fmt.Sprintf("native Workload API off (feature gate %s off)", features.GenericWorkload)
+	case nerr != nil:
+		nativeSays = "native Workload API on; its discovery failed: " + nerr.Error()
+	default:
+		nativeSays = "native Workload API on (" + gang.NativeGroupVersion + ")"
+	}
+	switch {
+	case lerr != nil:
+		labelSays = "discovery failed (looked for again every 30s): " + lerr.Error()
+	case labels:
+		labelSays = "served (" + v1alpha1.SchemeGroupVersion.String() + ")"
+	default:
+		labelSays = "not served: their gangs wait until the CRD is installed (looked for every 30s)"
+	}
+	logger.Info("Gang APIs", "native", nativeSays, "schedulerPluginsPodGroups", labelSays)
 	return nil
 }
 
