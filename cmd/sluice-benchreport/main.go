@@ -427,11 +427,12 @@ func load(dir string) (*Report, error) {
 			}
 		case "heap_memory_usage":
 			r.HeapP50MB, r.HeapMaxMB = it.Data["Perc50"], it.Data["Max"]
-		case "sluice_research_claim_duration_seconds":
+		// Results before the metrics were renamed say research_claim.
+		case "sluice_claim_duration_seconds", "sluice_research_claim_duration_seconds":
 			r.ClaimSeconds = it.Data["Average"] / 1000 // scheduler_perf reports histograms in ms
-		case "sluice_research_claim_victims":
+		case "sluice_claim_victims", "sluice_research_claim_victims":
 			r.Victims = it.Data["Average"] / 1000 // a count, scaled like a duration
-		case "sluice_research_claim_waves":
+		case "sluice_claim_waves", "sluice_research_claim_waves":
 			r.Waves = it.Data["Average"] / 1000
 		}
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/capacity"
+	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 )
 
@@ -335,3 +336,38 @@ func NameOf(key string) string {
 // AttemptsAnnotation carries, on a new claim, how many claims of the same
 // claimant were given up before (the status cannot be set at creation).
 const AttemptsAnnotation = "claims.sluice.dev/attempts"
+
+// Sample reports the claims in progress when /metrics is scraped: how many
+// by phase, the victims they still have to move, and the longest any has
+// gone without progress against waveTimeout, after which it gives up.
+func (s *Store) Sample(waveTimeout time.Duration) metrics.Sampler {
+	return func(emit metrics.Emit) {
+		now := time.Now()
+		byPhase := map[v1alpha1.Phase]int{v1alpha1.PhaseEvicting: 0, v1alpha1.PhasePaused: 0, v1alpha1.PhaseFreed: 0}
+		remaining, stalled := 0, 0.0
+		for _, c := range s.List() {
+			if c.Status.Phase == v1alpha1.PhaseGivenUp {
+				continue
+			}
+			phase := c.Status.Phase
+			if phase == "" {
+				phase = v1alpha1.PhaseEvicting
+			}
+			byPhase[phase]++
+			remaining += max(len(c.Spec.Victims)-len(c.Status.Replaced), 0)
+			since := c.Status.ProgressTime.Time
+			if since.IsZero() {
+				since = c.CreationTimestamp.Time
+			}
+			if phase != v1alpha1.PhaseFreed {
+				stalled = max(stalled, now.Sub(since).Seconds())
+			}
+		}
+		for phase, n := range byPhase {
+			emit(metrics.ClaimActive, float64(n), string(phase))
+		}
+		emit(metrics.ClaimVictimsRemaining, float64(remaining))
+		emit(metrics.ClaimStalled, stalled)
+		emit(metrics.ClaimWaveTimeout, waveTimeout.Seconds())
+	}
+}

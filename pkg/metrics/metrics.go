@@ -2,7 +2,10 @@
 // Copyright 2026 The sluice Authors.
 
 // Package metrics holds sluice's Prometheus metrics, served by
-// kube-scheduler's /metrics endpoint (namespace sluice, stability ALPHA).
+// kube-scheduler's /metrics endpoint and sluice-overflow-node's: namespace
+// sluice, one subsystem per part (gang, slurm, claim, overflow, capacity,
+// fabric, overflow_node), a profile label where a metric is per profile,
+// stability ALPHA. TestMetricNames lists them and checks their names.
 package metrics
 
 import (
@@ -18,12 +21,13 @@ var (
 	// GangPlacementDuration is the time from a gang's first placement
 	// attempt to all its members bound.
 	GangPlacementDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
-		Namespace:      namespace,
-		Name:           "gang_placement_duration_seconds",
-		Help:           "Time from a gang's first placement attempt until all its members are bound.",
-		Buckets:        metrics.ExponentialBuckets(0.01, 2, 16),
+		Namespace: namespace,
+		Name:      "gang_placement_duration_seconds",
+		Help:      "Time from a gang's first placement attempt until all its members are bound.",
+		// 10 ms to about 3 h: a gang waits for a claim's evictions.
+		Buckets:        metrics.ExponentialBuckets(0.01, 2, 21),
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"api"})
+	}, []string{"profile", "api"})
 	// GangLeavesSpanned is the number of leaf switches a placed gang spans.
 	GangLeavesSpanned = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace:      namespace,
@@ -31,7 +35,7 @@ var (
 		Help:           "Leaf switches a placed gang spans.",
 		Buckets:        []float64{1, 2, 3, 4, 6, 8, 12, 16, 32, 64},
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"api"})
+	}, []string{"profile", "api"})
 	// GangLeavesOverLowerBound is how many more leaves a placed gang spans
 	// than the fewest any placement could have used at its first attempt.
 	GangLeavesOverLowerBound = metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -40,15 +44,15 @@ var (
 		Help:           "Leaves a placed gang spans minus the fewest leaves any placement could use when it was placed.",
 		Buckets:        []float64{0, 1, 2, 4, 8, 16},
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"api"})
+	}, []string{"profile", "api"})
 	// GangsWaiting is the number of gangs sluice has tried to place that
 	// are not fully bound yet.
 	GangsWaiting = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Namespace:      namespace,
-		Name:           "gangs_waiting",
+		Name:           "gang_waiting",
 		Help:           "Gangs with placement attempts whose members are not all bound yet.",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"api"})
+	}, []string{"profile", "api"})
 )
 
 // Slurm snapshot metrics.
@@ -101,9 +105,9 @@ var (
 	SlurmRejections = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      namespace,
 		Name:           "slurm_node_rejections_total",
-		Help:           "Filter rejections of nodes because of Slurm, by reason (state, gpus_held, stale).",
+		Help:           "Filter rejections of nodes because of Slurm, by profile and reason (state, gpus_held, stale, unlisted).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"reason"})
+	}, []string{"profile", "reason"})
 	// SlurmPlaceholderWait is how long a pod's bind waited for its
 	// placeholder job, by result.
 	SlurmPlaceholderWait = metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -149,80 +153,58 @@ var (
 	// ProductionOnOverflow is the number of production pods on overflow nodes.
 	ProductionOnOverflow = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace:      namespace,
-		Name:           "production_pods_on_overflow",
+		Name:           "overflow_production_pods",
 		Help:           "Production pods bound to overflow nodes, as the return controller last counted.",
-		StabilityLevel: metrics.ALPHA,
-	})
-	// ReturnMoves counts production pods moved back to physical nodes.
-	ReturnMoves = metrics.NewCounter(&metrics.CounterOpts{
-		Namespace:      namespace,
-		Name:           "overflow_return_moves_total",
-		Help:           "Production pods moved from overflow nodes back to physical capacity.",
 		StabilityLevel: metrics.ALPHA,
 	})
 	// ClaimDuration is the time from a research claim to the room it
 	// claimed being free.
 	ClaimDuration = metrics.NewHistogram(&metrics.HistogramOpts{
-		Namespace:      namespace,
-		Name:           "research_claim_duration_seconds",
-		Help:           "Time from a research gang or pod claiming physical GPUs (evicting production) to the claimed room being free (every victim moved), or to its pods bound if that came first.",
-		Buckets:        metrics.ExponentialBuckets(0.5, 2, 14),
+		Namespace: namespace,
+		Name:      "claim_duration_seconds",
+		Help:      "Time from a research gang or pod claiming physical GPUs (evicting production) to the claimed room being free (every victim moved), or to its pods bound if that came first.",
+		// 1 s to about 9 h: a claim of thousands of victims paced by
+		// their budgets takes hours.
+		Buckets:        metrics.ExponentialBuckets(1, 2, 16),
 		StabilityLevel: metrics.ALPHA,
 	})
 	// ClaimVictims is the number of production pods a claim evicted.
 	ClaimVictims = metrics.NewHistogram(&metrics.HistogramOpts{
 		Namespace:      namespace,
-		Name:           "research_claim_victims",
+		Name:           "claim_victims",
 		Help:           "Production pods moved to overflow nodes per completed research claim.",
-		Buckets:        metrics.ExponentialBuckets(1, 2, 14),
+		Buckets:        metrics.ExponentialBuckets(1, 2, 15),
 		StabilityLevel: metrics.ALPHA,
 	})
 	// ClaimWaves is the number of eviction waves of a claim.
 	ClaimWaves = metrics.NewHistogram(&metrics.HistogramOpts{
 		Namespace:      namespace,
-		Name:           "research_claim_waves",
+		Name:           "claim_waves",
 		Help:           "PodDisruptionBudget-respecting eviction waves per completed research claim.",
-		Buckets:        []float64{1, 2, 3, 5, 8, 13, 21, 34, 55},
-		StabilityLevel: metrics.ALPHA,
-	})
-	// ClaimsActive is the number of claims in progress.
-	ClaimsActive = metrics.NewGauge(&metrics.GaugeOpts{
-		Namespace:      namespace,
-		Name:           "research_claims_active",
-		Help:           "Research claims whose evictions or pods are still in progress.",
+		Buckets:        []float64{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233},
 		StabilityLevel: metrics.ALPHA,
 	})
 )
 
 var registerOnce sync.Once
 
+// schedulerMetrics are the metrics sluice adds to kube-scheduler's, besides
+// the sampled gauges.
+func schedulerMetrics() []metrics.Registerable {
+	return []metrics.Registerable{
+		GangPlacementDuration, GangLeavesSpanned, GangLeavesOverLowerBound, GangsWaiting,
+		SlurmSnapshotAge, SlurmPollDuration, SlurmPollErrors, SlurmNodes, SlurmUnknownStateNodes, SlurmFailSafe,
+		SlurmRejections, SlurmPlaceholderWait, SlurmPlaceholderCancels, SlurmPlaceholdersLost,
+		OverflowEvictions, OverflowWaves, ProductionOnOverflow,
+		ClaimDuration, ClaimVictims, ClaimWaves,
+	}
+}
+
 // Register registers every sluice metric with the legacy registry that
 // kube-scheduler serves. It is safe to call more than once.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(
-			GangPlacementDuration,
-			GangLeavesSpanned,
-			GangLeavesOverLowerBound,
-			GangsWaiting,
-			SlurmSnapshotAge,
-			SlurmPollDuration,
-			SlurmPollErrors,
-			SlurmNodes,
-			SlurmUnknownStateNodes,
-			SlurmFailSafe,
-			SlurmRejections,
-			SlurmPlaceholderWait,
-			SlurmPlaceholderCancels,
-			SlurmPlaceholdersLost,
-			OverflowEvictions,
-			OverflowWaves,
-			ProductionOnOverflow,
-			ReturnMoves,
-			ClaimDuration,
-			ClaimVictims,
-			ClaimWaves,
-			ClaimsActive,
-		)
+		legacyregistry.MustRegister(schedulerMetrics()...)
+		legacyregistry.CustomMustRegister(schedulerSampled)
 	})
 }

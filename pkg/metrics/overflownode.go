@@ -29,7 +29,7 @@ var (
 		Namespace:      namespace,
 		Subsystem:      overflowNode,
 		Name:           "provider_healthy",
-		Help:           "1 while the provider answers and takes workloads, else 0.",
+		Help:           "1 while the provider's health, listing and capacity calls succeed, else 0.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"provider"})
 	// ReconcileDuration is one reconcile of every provider.
@@ -79,11 +79,37 @@ var (
 	}, []string{"provider", "outcome"})
 )
 
+// Overflow GPU use.
+var (
+	// OverflowGPUSeconds counts GPU-seconds run at each provider.
+	OverflowGPUSeconds = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "gpu_seconds_total",
+		Help:           "GPU-seconds of pods running at each provider (their GPU requests times the time they ran), by provider.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"provider"})
+	// OverflowCost counts what the GPU-seconds cost at each provider's
+	// pricePerGPUHour.
+	OverflowCost = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "cost_total",
+		Help:           "Cost of the GPU time run at each provider at its configured pricePerGPUHour, in the currency the price is stated in, by provider.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"provider"})
+)
+
 var registerOverflowNodeOnce sync.Once
+
+// overflowNodeMetrics are sluice-overflow-node's metrics.
+func overflowNodeMetrics() []metrics.Registerable {
+	return []metrics.Registerable{RemoteWorkloads, ProviderHealthy, ReconcileDuration, GarbageCollected, DispatchFailures, PodsFailed, WarmInstances, OverflowGPUSeconds, OverflowCost}
+}
 
 // RegisterOverflowNode registers sluice-overflow-node's metrics.
 func RegisterOverflowNode() {
 	registerOverflowNodeOnce.Do(func() {
-		legacyregistry.MustRegister(RemoteWorkloads, ProviderHealthy, ReconcileDuration, GarbageCollected, DispatchFailures, PodsFailed, WarmInstances)
+		legacyregistry.MustRegister(overflowNodeMetrics()...)
 	})
 }

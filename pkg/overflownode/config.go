@@ -60,6 +60,10 @@ type Config struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// MaxPods is the node's pod capacity (default 5000).
 	MaxPods *int32 `json:"maxPods,omitempty"`
+	// GPUResourceName is the GPU resource whose use at each provider is
+	// metered (GPU-seconds, and cost at the provider's pricePerGPUHour;
+	// default nvidia.com/gpu).
+	GPUResourceName string `json:"gpuResourceName,omitempty"`
 	// ReconcileInterval is how often providers are listed and statuses
 	// translated (default 5s).
 	ReconcileInterval *metav1.Duration `json:"reconcileInterval,omitempty"`
@@ -118,7 +122,9 @@ type ProviderConfig struct {
 	Type string `json:"type"`
 	// Priority orders dispatch: lower first (default 0).
 	Priority int32 `json:"priority,omitempty"`
-	// PricePerGPUHour breaks ties between equal priorities: cheaper first.
+	// PricePerGPUHour breaks ties between equal priorities: cheaper first;
+	// sluice_overflow_node_cost_total counts GPU-hours run here at it (in
+	// whatever currency it is stated).
 	PricePerGPUHour float64 `json:"pricePerGPUHour,omitempty"`
 	// Quota caps what the provider reports, per resource.
 	Quota v1.ResourceList `json:"quota,omitempty"`
@@ -156,6 +162,7 @@ type HTTPProvider struct {
 // Defaults.
 const (
 	DefaultNodeName               = "sluice-overflow"
+	DefaultGPUResourceName        = "nvidia.com/gpu"
 	DefaultMaxPods                = 5000
 	DefaultReconcileInterval      = 5 * time.Second
 	DefaultRequestTimeout         = 10 * time.Second
@@ -214,6 +221,9 @@ func LoadConfig(path string, opts ...LoadOption) (*Config, error) {
 func (c *Config) Default() {
 	if c.NodeName == "" {
 		c.NodeName = DefaultNodeName
+	}
+	if c.GPUResourceName == "" {
+		c.GPUResourceName = DefaultGPUResourceName
 	}
 	if c.MaxPods == nil {
 		n := int32(DefaultMaxPods)

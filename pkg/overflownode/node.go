@@ -110,6 +110,8 @@ type Node struct {
 	// waiting is when this process first saw each pod it has not
 	// dispatched (the dispatch timeout runs from then).
 	waiting map[types.UID]time.Time
+	// metered is when GPU use was last metered.
+	metered time.Time
 	// refsSent is, per pod, the Secrets and ConfigMaps (names and
 	// resourceVersions) its provider was last given; a change is passed
 	// on. Empty after a restart: every pod's are passed on once.

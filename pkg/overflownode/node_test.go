@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -27,7 +28,9 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/testutil"
 
+	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
 )
@@ -713,5 +716,66 @@ func TestContainerLogs(t *testing.T) {
 	p.set(func(f *fakeProvider) { f.logsHang = true })
 	if code, body := get(base + "llm-0/" + c); code != http.StatusGatewayTimeout || !strings.Contains(body, "did not answer within") {
 		t.Errorf("logs from a provider that hangs: %d %q, want 504", code, body)
+	}
+}
+
+// TestMeterGPUTimeAndCost: each reconcile counts the GPU-seconds of the
+// pods running at each provider since the last one, and their cost at the
+// provider's price; a pod pending at its provider is not counted.
+func TestMeterGPUTimeAndCost(t *testing.T) {
+	a, b := newFake("8"), newFake("8")
+	f := newFixture(t, member("meter-a", 0, 3.6, a), member("meter-b", 1, 7.2, b))
+	ctx := context.Background()
+	before := func(provider string) (float64, float64) {
+		s, err := testutil.GetCounterMetricValue(metrics.OverflowGPUSeconds.WithLabelValues(provider))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := testutil.GetCounterMetricValue(metrics.OverflowCost.WithLabelValues(provider))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, c
+	}
+	metrics.RegisterOverflowNode()
+	f.node.Reconcile(ctx)
+	pod := f.addPod(t, "llm-0", 2)
+	if err := f.node.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	id := provider.IDFor(pod.UID)
+	a.set(func(p *fakeProvider) {
+		w := p.workloads[id]
+		w.Phase, w.Ready = provider.Pending, false
+		p.workloads[id] = w
+	})
+	f.node.Reconcile(ctx)
+	s0, c0 := before("meter-a")
+	f.clock = f.clock.Add(time.Minute)
+	f.node.Reconcile(ctx) // pending for that minute: nothing counted
+	if s, _ := before("meter-a"); s != s0 {
+		t.Errorf("a pod pending at its provider was metered: %v GPU-seconds", s-s0)
+	}
+	a.set(func(p *fakeProvider) {
+		w := p.workloads[id]
+		w.Phase, w.Ready = provider.Running, true
+		p.workloads[id] = w
+	})
+	f.node.Reconcile(ctx)
+	s1, c1 := before("meter-a")
+	f.clock = f.clock.Add(30 * time.Minute)
+	f.node.Reconcile(ctx)
+	s2, c2 := before("meter-a")
+	if got, want := s2-s1, 2*1800.0; got != want {
+		t.Errorf("2 GPUs running for 30 minutes: %v GPU-seconds, want %v", got, want)
+	}
+	if got, want := c2-c1, 3.6; math.Abs(got-want) > 1e-9 {
+		t.Errorf("1 GPU-hour at 3.6 per GPU-hour: cost %v, want %v", got, want)
+	}
+	if c1 != c0 {
+		t.Errorf("cost counted before the pod ran: %v", c1-c0)
+	}
+	if s, _ := before("meter-b"); s != 0 {
+		t.Errorf("provider meter-b ran nothing and has %v GPU-seconds", s)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/sluice-sched/sluice/pkg/metrics"
@@ -69,6 +70,7 @@ func (n *Node) Reconcile(ctx context.Context) {
 	n.syncWarm(ctx, start)
 	n.syncNode()
 	n.recordWorkloads()
+	n.meter(n.now())
 }
 
 // observe asks every provider, in parallel, for its health, capacity and
@@ -422,6 +424,39 @@ func (n *Node) syncNode() {
 	node.Status = status
 	klog.Background().V(2).Info("Node status changed", "node", node.Name, "allocatable", status.Allocatable, "ready", status.Conditions[0].Status, "message", status.Conditions[0].Message)
 	cb(node)
+}
+
+// meter counts the GPU-seconds each provider ran since the last call, and
+// their cost at its price: the GPUs of the pods running there (by their
+// requests) times the time since then.
+func (n *Node) meter(now time.Time) {
+	byUID := n.podsByUID()
+	gpu := v1.ResourceName(n.cfg.GPUResourceName)
+	n.mu.Lock()
+	last := n.metered
+	n.metered = now
+	gpus := map[*Member]int64{}
+	for uid, r := range n.workloads {
+		pod := byUID[uid]
+		if pod == nil || terminal(pod) || r.w.Phase != provider.Running {
+			continue
+		}
+		q := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})[gpu]
+		gpus[r.member] += q.Value()
+	}
+	n.mu.Unlock()
+	if last.IsZero() || !now.After(last) {
+		return
+	}
+	elapsed := now.Sub(last).Seconds()
+	for m, g := range gpus {
+		if g == 0 {
+			continue
+		}
+		seconds := float64(g) * elapsed
+		metrics.OverflowGPUSeconds.WithLabelValues(m.Config.Name).Add(seconds)
+		metrics.OverflowCost.WithLabelValues(m.Config.Name).Add(seconds / 3600 * m.Config.PricePerGPUHour)
+	}
 }
 
 // recordWorkloads exports the remote workloads by provider and state.

@@ -26,8 +26,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
-	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
 	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
+	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/pkg/fabric"
@@ -213,6 +213,8 @@ func (rt *Runtime) build() error {
 	if rt.classes, err = overflow.ClassesFrom(&overflowCfg); err != nil {
 		return fmt.Errorf("%s: %w", orPath(rt.stated.overflow.path, "overflow"), err)
 	}
+	context.AfterFunc(ctx, metrics.SetSampler("capacity", capacitySampler(informers.Core().V1().Nodes().Lister(),
+		informers.Core().V1().Pods().Lister(), rt.classes, rt.tracker, v1.ResourceName(rt.fabricCfg.GPUResourceName))))
 	if slurmCfg.Endpoint != "" {
 		var client *slurm.Client
 		if rt.slurmView, client, err = startSlurm(ctx, &slurmCfg, v1.ResourceName(rt.fabricCfg.GPUResourceName)); err != nil {
@@ -466,6 +468,7 @@ func (rt *Runtime) buildClaims(h fwk.Handle) error {
 		return fmt.Errorf("research claims: %w", err)
 	}
 	rt.store = claims.NewStore(ctx, dyn, h.ClientSet().Discovery())
+	context.AfterFunc(ctx, metrics.SetSampler("claims", rt.store.Sample(time.Duration(rt.claimsCfg.WaveTimeoutSeconds)*time.Second)))
 	rt.budgets = overflow.NewBudgets(informers, rt.claimsCfg.DefaultMaxUnavailable)
 	rt.engine, err = claims.NewEngine(claims.Config{
 		Informers: informers,

@@ -262,7 +262,6 @@ func (r *Controller) Tick(ctx context.Context) {
 	if total == 0 {
 		return
 	}
-	metrics.ReturnMoves.Add(float64(total))
 	r.mu.Lock()
 	for budget, ps := range moved {
 		r.inFlight[budget] = newWave(ps, now)

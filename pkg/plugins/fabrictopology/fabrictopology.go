@@ -37,6 +37,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/gang"
+	"github.com/sluice-sched/sluice/pkg/metrics"
 )
 
 // Name is the plugin's name in the registry and in configurations.
@@ -106,7 +107,9 @@ func New(rt Runtime) frameworkruntime.PluginFactory {
 		if err := rt.Declare(ctx, h, path, config.Facts{Fabric: args.Fabric}); err != nil {
 			return nil, err
 		}
-		return &FabricTopology{rt: rt, handle: h, progress: newProgress()}, nil
+		pr := newProgress(h.ProfileName())
+		context.AfterFunc(ctx, metrics.SetSampler("gang/"+h.ProfileName(), pr.sample))
+		return &FabricTopology{rt: rt, handle: h, progress: pr}, nil
 	}
 }
 

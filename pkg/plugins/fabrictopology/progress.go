@@ -27,6 +27,8 @@ const leafLevel = 1
 // members are bound, for the placement latency and spread metrics and the
 // PodGroup's "placed" condition.
 type progress struct {
+	profile string
+
 	mu    sync.Mutex
 	gangs map[gang.Key]*gangProgress
 }
@@ -43,7 +45,26 @@ type gangProgress struct {
 	attempts int
 }
 
-func newProgress() *progress { return &progress{gangs: map[gang.Key]*gangProgress{}} }
+func newProgress(profile string) *progress {
+	return &progress{profile: profile, gangs: map[gang.Key]*gangProgress{}}
+}
+
+// sample reports how long the gang waiting longest has waited.
+func (p *progress) sample(emit metrics.Emit) {
+	p.mu.Lock()
+	var oldest time.Time
+	for _, g := range p.gangs {
+		if oldest.IsZero() || g.start.Before(oldest) {
+			oldest = g.start
+		}
+	}
+	p.mu.Unlock()
+	age := 0.0
+	if !oldest.IsZero() {
+		age = time.Since(oldest).Seconds()
+	}
+	emit(metrics.GangOldestWaiting, age, p.profile)
+}
 
 // attempts is how many placement attempts a gang has had.
 func (p *progress) attempts(key gang.Key) int {
@@ -64,7 +85,7 @@ func (p *progress) attempt(key gang.Key, d decision, size int) {
 		lb, _ := d.overlay.LowerBound(size, min(leafLevel, d.tree.RootLevel()))
 		g = &gangProgress{start: time.Now(), lowerBound: lb, bound: map[types.UID]string{}}
 		p.gangs[key] = g
-		metrics.GangsWaiting.WithLabelValues(string(key.API)).Inc()
+		metrics.GangsWaiting.WithLabelValues(p.profile, string(key.API)).Inc()
 	} else if g.lowerBound == 0 {
 		// The gang fitted nowhere at first (e.g. until a claim freed
 		// room): the bound is the first one that exists.
@@ -88,7 +109,7 @@ func (p *progress) boundMember(key gang.Key, uid types.UID, node string) *gangPr
 		return nil
 	}
 	delete(p.gangs, key)
-	metrics.GangsWaiting.WithLabelValues(string(key.API)).Dec()
+	metrics.GangsWaiting.WithLabelValues(p.profile, string(key.API)).Dec()
 	return g
 }
 
@@ -97,7 +118,7 @@ func (p *progress) forget(key gang.Key) {
 	defer p.mu.Unlock()
 	if _, ok := p.gangs[key]; ok {
 		delete(p.gangs, key)
-		metrics.GangsWaiting.WithLabelValues(string(key.API)).Dec()
+		metrics.GangsWaiting.WithLabelValues(p.profile, string(key.API)).Dec()
 	}
 }
 
@@ -125,10 +146,10 @@ func (pl *FabricTopology) PostBind(ctx context.Context, _ fwk.CycleState, pod *v
 	}
 	level := min(leafLevel, tree.RootLevel())
 	leaves := tree.Span(nodes, level)
-	api := string(key.API)
-	metrics.GangPlacementDuration.WithLabelValues(api).Observe(time.Since(g.start).Seconds())
-	metrics.GangLeavesSpanned.WithLabelValues(api).Observe(float64(leaves))
-	metrics.GangLeavesOverLowerBound.WithLabelValues(api).Observe(float64(max(leaves-g.lowerBound, 0)))
+	profile, api := pl.progress.profile, string(key.API)
+	metrics.GangPlacementDuration.WithLabelValues(profile, api).Observe(time.Since(g.start).Seconds())
+	metrics.GangLeavesSpanned.WithLabelValues(profile, api).Observe(float64(leaves))
+	metrics.GangLeavesOverLowerBound.WithLabelValues(profile, api).Observe(float64(max(leaves-g.lowerBound, 0)))
 	msg := fmt.Sprintf("%d pods on %d nodes under %d %s switch(es) (fewest possible when first tried: %d) after %s",
 		len(g.bound), tree.Span(nodes, fabric.NodeLevel), leaves, tree.LevelName(level), g.lowerBound, time.Since(g.start).Round(time.Millisecond))
 	klog.FromContext(ctx).V(2).Info("Gang placed", "gang", key, "summary", msg)

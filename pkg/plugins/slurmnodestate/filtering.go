@@ -67,7 +67,7 @@ func (pl *SlurmNodeState) Filter(ctx context.Context, state fwk.CycleState, pod 
 	s := data.(*preFilterState)
 	node := nodeInfo.Node()
 	if s.Stale && pl.view.Managed(s.Reading, node) {
-		metrics.SlurmRejections.WithLabelValues("stale").Inc()
+		metrics.SlurmRejections.WithLabelValues(pl.profile, "stale").Inc()
 		pl.rejected.Add(pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: failing closed: %s", ReasonStale, s.Why))
 	}
@@ -80,14 +80,14 @@ func (pl *SlurmNodeState) Filter(ctx context.Context, state fwk.CycleState, pod 
 		if pl.view.Labelled(node) {
 			// Slurm's node, by its label, that Slurm's answer lacks: its
 			// state is unknown, so it is not used.
-			metrics.SlurmRejections.WithLabelValues("unlisted").Inc()
+			metrics.SlurmRejections.WithLabelValues(pl.profile, "unlisted").Inc()
 			pl.rejected.Add(pod)
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: the node is labelled as Slurm's, and Slurm does not list %s", ReasonUnlisted, name))
 		}
 		return nil
 	}
 	if bad := pl.view.Unhealthy(n); bad != "" {
-		metrics.SlurmRejections.WithLabelValues("state").Inc()
+		metrics.SlurmRejections.WithLabelValues(pl.profile, "state").Inc()
 		pl.rejected.Add(pod)
 		msg := fmt.Sprintf("%s: Slurm node %s is %s", ReasonUnhealthy, name, n.StateString())
 		if n.Reason != "" {
@@ -105,7 +105,7 @@ func (pl *SlurmNodeState) Filter(ctx context.Context, state fwk.CycleState, pod 
 			gpu := pl.view.Config().GPUResource
 			free := capacity.Free(nodeInfo, gpu, held)
 			if s.gpus > free {
-				metrics.SlurmRejections.WithLabelValues("gpus_held").Inc()
+				metrics.SlurmRejections.WithLabelValues(pl.profile, "gpus_held").Inc()
 				pl.rejected.Add(pod)
 				alloc := nodeInfo.GetAllocatable().GetScalarResources()[gpu]
 				return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: Slurm jobs hold %d of %d %s on %s; %d free for pods, the pod needs %d",

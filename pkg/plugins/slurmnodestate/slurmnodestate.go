@@ -64,6 +64,7 @@ type Runtime interface {
 type SlurmNodeState struct {
 	rt       Runtime
 	handle   fwk.Handle
+	profile  string            // the metrics' profile label
 	view     *slurm.View       // nil until sealed, and when Slurm is off
 	holder   *slurmhold.Holder // nil until sealed, and when placeholders are off
 	recorder events.EventRecorder
@@ -100,7 +101,7 @@ func New(rt Runtime) frameworkruntime.PluginFactory {
 		if err := rt.Declare(ctx, h, path, config.Facts{Slurm: args.Slurm}); err != nil {
 			return nil, err
 		}
-		return &SlurmNodeState{rt: rt, handle: h, recorder: h.EventRecorder(), rejected: requeue.NewWaiting(h)}, nil
+		return &SlurmNodeState{rt: rt, handle: h, profile: h.ProfileName(), recorder: h.EventRecorder(), rejected: requeue.NewWaiting(h)}, nil
 	}
 }
 

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package metrics
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/component-base/metrics"
+)
+
+// info is one metric as the binaries register it.
+type info struct {
+	binary, name, kind, help string
+	labels                   []string
+}
+
+var descPattern = regexp.MustCompile(`^Desc\{fqName: "([^"]+)", help: "((?:[^"\\]|\\.)*)", (?:unit: "[^"]*", )?constLabels: \{[^}]*\}, variableLabels: \{([^}]*)\}\}$`)
+
+// catalog lists every metric sluice-scheduler and sluice-overflow-node
+// register, read from the collectors themselves (registered in a registry
+// of the test's own).
+func catalog(t *testing.T) []info {
+	t.Helper()
+	var out []info
+	add := func(binary string, c prometheus.Collector, kind string) {
+		ch := make(chan *prometheus.Desc, 64)
+		c.Describe(ch)
+		close(ch)
+		for d := range ch {
+			m := descPattern.FindStringSubmatch(d.String())
+			if m == nil {
+				t.Fatalf("cannot read %s", d)
+			}
+			var labels []string
+			if m[3] != "" {
+				labels = strings.Split(m[3], ",")
+			}
+			out = append(out, info{binary: binary, name: m[1], kind: kind, help: strings.ReplaceAll(m[2], `\"`, `"`), labels: labels})
+		}
+	}
+	kindOf := func(m metrics.Registerable) string {
+		switch m.(type) {
+		case *metrics.Counter, *metrics.CounterVec:
+			return "counter"
+		case *metrics.Gauge, *metrics.GaugeVec:
+			return "gauge"
+		case *metrics.Histogram, *metrics.HistogramVec:
+			return "histogram"
+		}
+		t.Fatalf("unknown metric type %T", m)
+		return ""
+	}
+	for _, set := range []struct {
+		binary string
+		list   []metrics.Registerable
+	}{{"sluice-scheduler", schedulerMetrics()}, {"sluice-overflow-node", overflowNodeMetrics()}} {
+		r := metrics.NewKubeRegistry()
+		r.MustRegister(set.list...)
+		for _, m := range set.list {
+			add(set.binary, m.(prometheus.Collector), kindOf(m))
+		}
+	}
+	r := metrics.NewKubeRegistry()
+	s := &sampled{gauges: schedulerSampled.gauges, samplers: map[string]samplerEntry{}}
+	r.CustomMustRegister(s)
+	for _, g := range s.gauges {
+		m := descPattern.FindStringSubmatch(g.desc.String())
+		if m == nil {
+			t.Fatalf("cannot read %s", g.desc)
+		}
+		var labels []string
+		if m[3] != "" {
+			labels = strings.Split(m[3], ",")
+		}
+		out = append(out, info{binary: "sluice-scheduler", name: m[1], kind: "gauge", help: m[2], labels: labels})
+	}
+	slices.SortFunc(out, func(a, b info) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// subsystems are the parts sluice's metrics belong to.
+var subsystems = []string{"gang", "slurm", "claim", "overflow", "capacity", "fabric", "overflow_node"}
+
+// TestMetricNames checks every metric the binaries register against
+// Prometheus' naming rules (client_golang's promlint: units, _total on
+// counters and only there, snake case, help) and sluice's own (namespace
+// sluice, one of the subsystems, a profile label rather than a profile in
+// the name), and keeps docs/metrics.md, which the dashboard and alert
+// checks read, equal to them (SLUICE_UPDATE_GOLDEN=1 rewrites it).
+func TestMetricNames(t *testing.T) {
+	all := catalog(t)
+	if len(all) < 30 {
+		t.Fatalf("only %d metrics found", len(all))
+	}
+	name := regexp.MustCompile(`^sluice_(` + strings.Join(subsystems, "|") + `)_[a-z][a-z0-9_]*[a-z0-9]$`)
+	var families []*dto.MetricFamily
+	seen := map[string]bool{}
+	for _, m := range all {
+		if !name.MatchString(m.name) {
+			t.Errorf("%s (%s): not sluice_<subsystem>_<name> with a subsystem of %v", m.name, m.binary, subsystems)
+		}
+		if seen[m.name] {
+			t.Errorf("%s is registered twice", m.name)
+		}
+		seen[m.name] = true
+		if strings.Contains(m.name, "research") || strings.Contains(m.name, "production_pods_on") {
+			t.Errorf("%s: name the subsystem, not a class or profile; use a label", m.name)
+		}
+		if m.help == "" {
+			t.Errorf("%s has no help", m.name)
+		}
+		typ := map[string]dto.MetricType{"counter": dto.MetricType_COUNTER, "gauge": dto.MetricType_GAUGE, "histogram": dto.MetricType_HISTOGRAM}[m.kind]
+		mf := &dto.MetricFamily{Name: proto.String(m.name), Help: proto.String(m.help), Type: typ.Enum()}
+		switch m.kind {
+		case "counter":
+			mf.Metric = []*dto.Metric{{Counter: &dto.Counter{Value: proto.Float64(1)}}}
+		case "gauge":
+			mf.Metric = []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(1)}}}
+		case "histogram":
+			mf.Metric = []*dto.Metric{{Histogram: &dto.Histogram{SampleCount: proto.Uint64(1), SampleSum: proto.Float64(1)}}}
+		}
+		families = append(families, mf)
+	}
+	problems, err := promlint.NewWithMetricFamilies(families).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+
+	var b strings.Builder
+	b.WriteString("<!-- Generated by TestMetricNames (pkg/metrics) from the metrics the binaries register; SLUICE_UPDATE_GOLDEN=1 go test ./pkg/metrics/ rewrites it. -->\n")
+	b.WriteString("# Metrics\n\nEvery metric sluice registers, besides kube-scheduler's own (sluice-scheduler serves those too).\n")
+	b.WriteString("Namespace `sluice`, stability ALPHA. Gauges marked *sampled* are computed when `/metrics` is scraped.\n")
+	for _, binary := range []string{"sluice-scheduler", "sluice-overflow-node"} {
+		fmt.Fprintf(&b, "\n## %s\n\n| Metric | Type | Labels | Meaning |\n|---|---|---|---|\n", binary)
+		for _, m := range all {
+			if m.binary != binary {
+				continue
+			}
+			kind := m.kind
+			for _, g := range schedulerSampled.gauges {
+				if strings.Contains(g.desc.String(), `"`+m.name+`"`) {
+					kind = "gauge, sampled"
+				}
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", m.name, kind, strings.Join(m.labels, ", "), strings.ReplaceAll(m.help, "|", "\\|"))
+		}
+	}
+	doc := filepath.Join("..", "..", "docs", "metrics.md")
+	if os.Getenv("SLUICE_UPDATE_GOLDEN") != "" {
+		if err := os.WriteFile(doc, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	have, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(have) != b.String() {
+		t.Errorf("docs/metrics.md differs from the metrics the binaries register; run SLUICE_UPDATE_GOLDEN=1 go test ./pkg/metrics/")
+	}
+}
