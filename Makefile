@@ -34,7 +34,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/)
 INTEGRATION_PKGS = $(shell $(GO) list ./test/integration/overflow ./test/integration/slurm ./test/integration/overflownode) \
 	$(filter-out %/integration/overflow %/integration/slurm %/integration/overflownode,$(shell $(GO) list ./test/integration/...))
 
-.PHONY: all build tools demo demo-smoke test unit fuzz integration soak binary smoke bench bench-doc bench-smoke sim sim-smoke verify codegen image clean
+.PHONY: all build tools demo demo-smoke test unit fuzz integration soak binary monitoring smoke bench bench-doc bench-smoke sim sim-smoke verify codegen image clean
 
 all: build
 
@@ -79,7 +79,7 @@ demo-smoke: build tools
 ## use, reuses a running one, stops only what it started).
 WITH_SLURM := ./hack/with-test-slurm.sh
 test:
-	$(WITH_SLURM) $(MAKE) --no-print-directory unit fuzz integration binary smoke
+	$(WITH_SLURM) $(MAKE) --no-print-directory unit fuzz integration binary monitoring smoke
 
 smoke: bench-smoke sim-smoke demo-smoke
 
@@ -120,6 +120,15 @@ binary: build
 	out=$$(./$(BIN)/sluice-scheduler --help 2>&1) && grep -q -- '--leader-elect ' <<<"$$out" && grep -q -- '--config string' <<<"$$out"
 	out=$$(./$(BIN)/sluice-overflow-node --version) && grep -q '^sluice-overflow-node ' <<<"$$out"
 	@echo "binary ok: $$(./$(BIN)/sluice-scheduler --version); $$(./$(BIN)/sluice-overflow-node --version)"
+
+## monitoring: the alerts and the dashboard (manifests/monitoring) pass
+## Prometheus' own rule and PromQL parsers and name only metrics the
+## binaries register (docs/metrics.md, which TestMetricNames keeps equal to
+## them); hack/promcheck is a module of its own
+ALERTS := SluiceSlurmFailSafe,SluiceOverflowProviderUnhealthy,SluiceClaimNearTimeout,SluiceProductionOnOverflowLong,SluiceGangPendingLong
+monitoring:
+	cd hack/promcheck && $(GO) test -count=1 . && $(GO) run . -metrics ../../docs/metrics.md \
+		-rules ../../manifests/monitoring/prometheusrules.yaml -dashboard ../../manifests/monitoring/dashboard.json -require-alerts $(ALERTS)
 
 ## bench: the scale benchmark (test/bench on upstream's scheduler_perf):
 ## every workload under stock kube-scheduler, sluice's configuration and the

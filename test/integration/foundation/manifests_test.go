@@ -6,6 +6,7 @@ package foundation
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -17,8 +18,8 @@ import (
 	"github.com/sluice-sched/sluice/test/harness"
 )
 
-// TestManifests creates everything under manifests/ (the kustomization and
-// the examples) on the real apiserver with strict field validation, so a
+// TestManifests creates everything under manifests/ (the kustomization,
+// the monitoring one and the examples) on the real apiserver with strict field validation, so a
 // manifest that stops being valid fails here. Then it runs the scheduler
 // with the shipped ConfigMap's configuration as the shipped ServiceAccount,
 // so the shipped RBAC is proven sufficient for scheduling pods and gangs.
@@ -38,12 +39,20 @@ func TestManifests(t *testing.T) {
 		}
 		objs = append(objs, harness.DecodeYAML(t, data)...)
 	}
+	// The monitoring kustomization, but for the Prometheus Operator's
+	// kinds (their CRDs are not installed here; make monitoring checks
+	// the rules and the dashboard).
+	for _, o := range harness.Kustomize(t, filepath.Join(root, "manifests", "monitoring")) {
+		if o.GroupVersionKind().Group != "monitoring.coreos.com" {
+			objs = append(objs, o)
+		}
+	}
 	harness.CreateObjects(t, cp, objs)
 
 	// The ConfigMap carries the shipped configuration file verbatim.
 	var config string
 	for _, o := range objs {
-		if o.GetKind() == "ConfigMap" && o.GetNamespace() == "sluice-system" {
+		if o.GetKind() == "ConfigMap" && o.GetNamespace() == "sluice-system" && strings.HasPrefix(o.GetName(), "sluice-scheduler-config") {
 			config, _, _ = unstructured.NestedString(o.Object, "data", "config.yaml")
 		}
 	}
