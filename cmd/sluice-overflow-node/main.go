@@ -14,15 +14,13 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"github.com/sluice-sched/sluice/pkg/overflownode"
@@ -34,7 +32,10 @@ var version = "v0.0.0-dev"
 func main() {
 	configFile := flag.String("config", "", "path of the OverflowNodeConfiguration file (required)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the home cluster (default: in-cluster)")
-	listen := flag.String("metrics-bind-address", ":10266", "address of /metrics, /healthz and /readyz; empty disables")
+	var serving servingOptions
+	flag.StringVar(&serving.addr, "metrics-bind-address", ":10266", "address of /metrics (https, authenticated and authorized by the home cluster), /healthz and /readyz; empty disables")
+	flag.StringVar(&serving.certFile, "tls-cert-file", "", "serving certificate of /metrics (PEM, re-read when it changes); default: self-signed at start")
+	flag.StringVar(&serving.keyFile, "tls-private-key-file", "", "the serving certificate's key")
 	nodeIP := flag.String("node-ip", "", "the node's IP for the kubelet API (sets kubeletAPI.address), e.g. $(POD_IP)")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	klog.InitFlags(nil)
@@ -45,14 +46,14 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *configFile, *kubeconfig, *listen, *nodeIP); err != nil {
+	if err := run(ctx, *configFile, *kubeconfig, serving, *nodeIP); err != nil {
 		klog.ErrorS(err, "sluice-overflow-node failed")
 		klog.Flush()
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, configFile, kubeconfig, listen, nodeIP string) error {
+func run(ctx context.Context, configFile, kubeconfig string, serving servingOptions, nodeIP string) error {
 	if configFile == "" {
 		return errors.New("--config is required")
 	}
@@ -81,8 +82,12 @@ func run(ctx context.Context, configFile, kubeconfig, listen, nodeIP string) err
 	}
 	rc.UserAgent = "sluice-overflow-node/" + version
 	ready := make(chan struct{})
-	if listen != "" {
-		if err := serve(ctx, listen, ready); err != nil {
+	if serving.addr != "" {
+		client, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return err
+		}
+		if err := serve(ctx, serving, client, ready); err != nil {
 			return err
 		}
 	}
@@ -92,38 +97,5 @@ func run(ctx context.Context, configFile, kubeconfig, listen, nodeIP string) err
 	}
 	close(ready)
 	<-node.Done()
-	return nil
-}
-
-// serve exposes /metrics, /healthz (the process runs) and /readyz (the
-// node is registered).
-func serve(ctx context.Context, addr string, ready <-chan struct{}) error {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", legacyregistry.Handler())
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		select {
-		case <-ready:
-			_, _ = w.Write([]byte("ok"))
-		default:
-			http.Error(w, "node not registered yet", http.StatusServiceUnavailable)
-		}
-	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--metrics-bind-address %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.ErrorS(err, "metrics server stopped")
-		}
-	}()
 	return nil
 }

@@ -320,7 +320,7 @@ func (c *cluster) startOverflowNode(ctx context.Context, o *Options, logs string
 		return err
 	}
 	c.procs.Add(p)
-	if err := procs.WaitHealthy(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/readyz", o.OverflowPort), 60*time.Second); err != nil {
+	if err := procs.WaitHealthy(ctx, p, fmt.Sprintf("https://127.0.0.1:%d/readyz", o.OverflowPort), 60*time.Second); err != nil {
 		return err
 	}
 	return waitFor(ctx, 30*time.Second, "overflow node "+overflowNode+" Ready", func() (bool, error) {
