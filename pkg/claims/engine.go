@@ -112,8 +112,11 @@ type Config struct {
 	// Activate puts pods back in the active queue (the framework's
 	// Activate), when their claim freed the room or was given up.
 	Activate func(ctx context.Context, pods []*v1.Pod)
+	// Conditions writes the claim's progress condition on its PodGroup
+	// (nil: not written on PodGroups).
+	Conditions ConditionWriter
 	// RetryBackoff is how long claimants of a claim given up wait before
-	// planning again, doubled per give-up up to ten times.
+	// planning again, doubled per give-up up to eight times.
 	RetryBackoff time.Duration
 	// Clock drives timeouts (a fake one in tests); nil is the real clock.
 	Clock clock.Clock
@@ -317,6 +320,9 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	c.Status.Phase, c.Status.Message = phase, message
 	if err := e.writeStatus(ctx, stored, c); err != nil {
 		return err
+	}
+	if phase != stored.Status.Phase || message != stored.Status.Message {
+		e.report(ctx, c, claimants)
 	}
 	if pausedNow && e.cfg.Recorder != nil {
 		for _, p := range claimants {
@@ -708,6 +714,7 @@ func (e *Engine) giveUp(ctx context.Context, c, stored *v1alpha1.ResearchClaim, 
 	if err := e.cfg.Store.UpdateStatus(ctx, c); err != nil {
 		return err
 	}
+	e.report(ctx, c, claimants)
 	if e.cfg.Recorder != nil {
 		msg := fmt.Sprintf("%s; no new claim before %s", why, retry.Format(time.RFC3339))
 		for _, p := range claimants {

@@ -33,6 +33,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
+	"github.com/sluice-sched/sluice/pkg/gang"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 )
@@ -51,6 +52,8 @@ type rig struct {
 	engine   *Engine
 	clock    *testingclock.FakeClock
 	recorder *events.FakeRecorder
+	client   *fake.Clientset
+	conds    *fakeConditions
 
 	mu sync.Mutex
 	// evictErr answers an eviction (nil: the pod goes).
@@ -66,6 +69,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	r := &rig{t: t, ctx: t.Context(), clock: testingclock.NewFakeClock(t0), recorder: events.NewFakeRecorder(1000)}
 	client := fake.NewClientset()
+	r.client, r.conds = client, &fakeConditions{}
 	r.inf = informers.NewSharedInformerFactory(client, 0)
 	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "eviction" {
@@ -109,6 +113,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r.engine, err = NewEngine(Config{
+		Client: client, Conditions: r.conds,
 		Informers: r.inf, Store: r.store, Classes: classes,
 		Budgets:  overflow.NewBudgets(r.inf, intstr.FromString("25%")),
 		Waves:    overflow.NewWaves(client, r.recorder, overflow.MovePreemption),
@@ -729,5 +734,91 @@ func TestUnreadableClaimHoldsNothing(t *testing.T) {
 	c := obj.(*v1alpha1.ResearchClaim)
 	if Live(c) || !strings.Contains(c.Status.Message, "cannot be read") {
 		t.Fatalf("unreadable claim: phase %s %q", c.Status.Phase, c.Status.Message)
+	}
+}
+
+// fakeConditions records the PodGroup conditions the engine asks for.
+type fakeConditions struct {
+	mu  sync.Mutex
+	set []string
+}
+
+func (f *fakeConditions) SetCondition(key gang.Key, cond metav1.Condition) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.set = append(f.set, fmt.Sprintf("%s %s %s %s: %s", key, cond.Type, cond.Status, cond.Reason, cond.Message))
+}
+
+func (f *fakeConditions) all() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.set...)
+}
+
+// TestProgressCondition: each step of a claim is written as a condition
+// where its users look, in numbers and naming the budget that holds the
+// rest: on the research pod when it is alone, on the PodGroup when the
+// claim is a gang's; False once the room is free.
+func TestProgressCondition(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 4, "n0", 1)
+	r.pdb("serve-pdb", "serve", 1, 4, 4)
+	train := r.claimant("train")
+	if _, err := r.client.CoreV1().Pods(train.Namespace).Create(r.ctx, train, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	key := r.claim(train, victims)
+	condition := func() v1.PodCondition {
+		p, err := r.client.CoreV1().Pods(train.Namespace).Get(r.ctx, train.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == ConditionType {
+				return c
+			}
+		}
+		return v1.PodCondition{}
+	}
+	r.sync(key, 0)
+	c := condition()
+	if c.Status != v1.ConditionTrue || c.Reason != "Evicting" || !strings.Contains(c.Message, "0 of 4 production pods moved, 1 moving, 3 to go") ||
+		!strings.Contains(c.Message, "serve-pdb") {
+		t.Errorf("after the first wave: %s %s %q, want True Evicting, 0 of 4 moved, 1 moving, 3 to go, held by serve-pdb", c.Status, c.Reason, c.Message)
+	}
+	first := c.LastTransitionTime
+	for i := range victims {
+		r.replace("serve", fmt.Sprintf("serve-new-%d", i), "vk")
+		r.sync(key, time.Duration(i+1)*time.Second)
+	}
+	c = condition()
+	if c.Status != v1.ConditionFalse || c.Reason != "Freed" || !strings.Contains(c.Message, "4 production pods moved") {
+		t.Errorf("after every victim moved: %s %s %q, want False Freed, 4 moved", c.Status, c.Reason, c.Message)
+	}
+	if !c.LastTransitionTime.After(first.Time) {
+		t.Errorf("the condition's transition time did not move when it turned False")
+	}
+	if got := r.conds.all(); len(got) != 0 {
+		t.Errorf("a lone pod's claim wrote PodGroup conditions: %v", got)
+	}
+
+	// A gang's claim: the PodGroup carries it.
+	r2 := newRig(t)
+	victims = r2.rs("serve", 2, "n0", 1)
+	gangKey := r2.claim(r2.claimant("worker-0"), victims)
+	ns, name, _ := strings.Cut(gangKey, "/")
+	stored, _ := r2.store.Get(ns, name)
+	owned := stored.DeepCopy()
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "scheduling.x-k8s.io/v1alpha1", Kind: "PodGroup", Name: "train", UID: "pg"}}
+	if err := (*r2.store.informer.Load()).GetStore().Update(owned); err != nil {
+		t.Fatal(err)
+	}
+	r2.clock.SetTime(t0)
+	if err := r2.engine.Sync(r2.ctx, gangKey); err != nil {
+		t.Fatal(err)
+	}
+	got := r2.conds.all()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "prod/train (scheduling.x-k8s.io/v1alpha1) sluice.dev/ResearchClaim True Evicting: 0 of 2 production pods moved, 1 moving, 1 to go") {
+		t.Errorf("PodGroup conditions = %q, want one: True Evicting, 0 of 2 moved, 1 moving, 1 to go", got)
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -40,9 +43,11 @@ type Reporter struct {
 	recorder events.EventRecorderLogger
 	queue    workqueue.TypedInterface[Key]
 
+	// Conditions by gang and type: an apply carries every condition
+	// sluice owns on the PodGroup (one it left out would be removed).
 	mu      sync.Mutex
-	desired map[Key]metav1.Condition
-	written map[Key]metav1.Condition
+	desired map[Key]map[string]metav1.Condition
+	written map[Key]map[string]metav1.Condition
 }
 
 // NewReporter starts a reporter that stops with ctx.
@@ -51,8 +56,8 @@ func NewReporter(ctx context.Context, client kubernetes.Interface, cfg *rest.Con
 		client:   client,
 		recorder: recorder,
 		queue:    workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[Key]{Name: "sluice-gang-status"}),
-		desired:  map[Key]metav1.Condition{},
-		written:  map[Key]metav1.Condition{},
+		desired:  map[Key]map[string]metav1.Condition{},
+		written:  map[Key]map[string]metav1.Condition{},
 	}
 	if cfg != nil {
 		dyn, err := dynamic.NewForConfig(cfg)
@@ -112,14 +117,21 @@ func objectRef(obj runtime.Object) *v1.ObjectReference {
 func (r *Reporter) SetCondition(key Key, cond metav1.Condition) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if w, ok := r.written[key]; ok && w.Status == cond.Status && w.Reason == cond.Reason && w.Message == cond.Message {
-		delete(r.desired, key)
+	w, ok := r.written[key][cond.Type]
+	if ok && w.Status == cond.Status && w.Reason == cond.Reason && w.Message == cond.Message {
+		delete(r.desired[key], cond.Type)
 		return
 	}
 	if cond.LastTransitionTime.IsZero() {
 		cond.LastTransitionTime = metav1.Now()
+		if ok && w.Status == cond.Status {
+			cond.LastTransitionTime = w.LastTransitionTime
+		}
 	}
-	r.desired[key] = cond
+	if r.desired[key] == nil {
+		r.desired[key] = map[string]metav1.Condition{}
+	}
+	r.desired[key][cond.Type] = cond
 	r.queue.Add(key)
 }
 
@@ -138,30 +150,40 @@ func (r *Reporter) writeNext(ctx context.Context) bool {
 	}
 	defer r.queue.Done(key)
 	r.mu.Lock()
-	cond, ok := r.desired[key]
+	desired := r.desired[key]
 	delete(r.desired, key)
-	r.mu.Unlock()
-	if !ok {
+	if len(desired) == 0 {
+		r.mu.Unlock()
 		return true
 	}
-	if err := r.apply(ctx, key, cond); err != nil {
-		klog.FromContext(ctx).V(2).Info("Could not write PodGroup condition", "podGroup", key, "condition", cond.Type, "err", err)
+	all := maps.Clone(r.written[key])
+	if all == nil {
+		all = map[string]metav1.Condition{}
+	}
+	maps.Copy(all, desired)
+	r.mu.Unlock()
+	conds := slices.SortedFunc(maps.Values(all), func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
+	if err := r.apply(ctx, key, conds); err != nil {
+		klog.FromContext(ctx).V(2).Info("Could not write PodGroup conditions", "podGroup", key, "err", err)
 		return true
 	}
 	r.mu.Lock()
-	r.written[key] = cond
+	r.written[key] = all
 	r.mu.Unlock()
 	return true
 }
 
-func (r *Reporter) apply(ctx context.Context, key Key, cond metav1.Condition) error {
-	condAC := metav1ac.Condition().
-		WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).
-		WithMessage(cond.Message).WithLastTransitionTime(cond.LastTransitionTime)
+func (r *Reporter) apply(ctx context.Context, key Key, conds []metav1.Condition) error {
+	condACs := make([]*metav1ac.ConditionApplyConfiguration, len(conds))
+	for i, cond := range conds {
+		condACs[i] = metav1ac.Condition().
+			WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).
+			WithMessage(cond.Message).WithLastTransitionTime(cond.LastTransitionTime)
+	}
 	switch key.API {
 	case Native:
 		ac := schedulingv1beta1ac.PodGroup(key.Name, key.Namespace).
-			WithStatus(schedulingv1beta1ac.PodGroupStatus().WithConditions(condAC))
+			WithStatus(schedulingv1beta1ac.PodGroupStatus().WithConditions(condACs...))
 		_, err := r.client.SchedulingV1beta1().PodGroups(key.Namespace).ApplyStatus(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 		return err
 	case Label:
@@ -172,7 +194,7 @@ func (r *Reporter) apply(ctx context.Context, key Key, cond metav1.Condition) er
 			"apiVersion": v1alpha1.SchemeGroupVersion.String(),
 			"kind":       "PodGroup",
 			"metadata":   map[string]any{"name": key.Name, "namespace": key.Namespace},
-			"status":     map[string]any{"conditions": []any{condAC}},
+			"status":     map[string]any{"conditions": condACs},
 		})
 		if err != nil {
 			return err

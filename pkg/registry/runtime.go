@@ -432,6 +432,10 @@ func (rt *Runtime) Gangs() *gang.Gangs {
 func (rt *Runtime) Reporter(h fwk.Handle) (*gang.Reporter, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	return rt.reporterLocked(h)
+}
+
+func (rt *Runtime) reporterLocked(h fwk.Handle) (*gang.Reporter, error) {
 	if rt.reporter == nil {
 		r, err := gang.NewReporter(rt.ctx, h.ClientSet(), h.KubeConfig(), h.EventRecorder())
 		if err != nil {
@@ -468,15 +472,21 @@ func (rt *Runtime) buildClaims(h fwk.Handle) error {
 		return fmt.Errorf("research claims: %w", err)
 	}
 	rt.store = claims.NewStore(ctx, dyn, h.ClientSet().Discovery())
+	reporter, err := rt.reporterLocked(h)
+	if err != nil {
+		return fmt.Errorf("research claims: %w", err)
+	}
 	context.AfterFunc(ctx, metrics.SetSampler("claims", rt.store.Sample(time.Duration(rt.claimsCfg.WaveTimeoutSeconds)*time.Second)))
 	rt.budgets = overflow.NewBudgets(informers, rt.claimsCfg.DefaultMaxUnavailable)
 	rt.engine, err = claims.NewEngine(claims.Config{
-		Informers: informers,
-		Store:     rt.store,
-		Classes:   rt.classes,
-		Budgets:   rt.budgets,
-		Waves:     overflow.NewWaves(h.ClientSet(), h.EventRecorder(), overflow.MovePreemption),
-		Recorder:  h.EventRecorder(),
+		Client:     h.ClientSet(),
+		Conditions: reporter,
+		Informers:  informers,
+		Store:      rt.store,
+		Classes:    rt.classes,
+		Budgets:    rt.budgets,
+		Waves:      overflow.NewWaves(h.ClientSet(), h.EventRecorder(), overflow.MovePreemption),
+		Recorder:   h.EventRecorder(),
 		Activate: func(ctx context.Context, pods []*v1.Pod) {
 			byName := make(map[string]*v1.Pod, len(pods))
 			for _, p := range pods {

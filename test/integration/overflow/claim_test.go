@@ -7,16 +7,21 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/test/harness"
 )
 
@@ -73,6 +78,7 @@ func TestClaimAndReturn(t *testing.T) {
 		}
 	})
 
+	progress := watchClaimCondition(t, cp, ns)
 	start := time.Now()
 	gang := researchGang(t, cp, ns, "pretrain", 16, 8)
 	bound := harness.WaitForPodsBound(t, cp.Client, ns, gang...)
@@ -90,6 +96,7 @@ func TestClaimAndReturn(t *testing.T) {
 	t.Logf("all 128 production replicas Ready on the overflow node after %s", time.Since(start).Round(time.Millisecond))
 	watch.check(t)
 	harness.WaitForEvent(t, cp.Client, ns, "Pod", gang[0], "ClaimingGPUs", "move to overflow nodes")
+	progress.check(t, "pretrain")
 
 	// Research finishes: production returns to physical nodes.
 	gangEnds.Store(true)
@@ -260,4 +267,83 @@ func TestFlappingCapacityDoesNotPingPong(t *testing.T) {
 		}
 		return back == 1, nil
 	}, func() string { return "no production replica came back to " + nodes[1] })
+}
+
+// claimCondition follows the research claim's condition on the PodGroups
+// of a namespace, from an informer: every status and message it had.
+type claimCondition struct {
+	mu   sync.Mutex
+	seen map[string][]string // PodGroup -> "Status Reason: Message", in order
+	last map[string][]metav1.Condition
+}
+
+func watchClaimCondition(t *testing.T, cp *harness.ControlPlane, ns string) *claimCondition {
+	t.Helper()
+	w := &claimCondition{seen: map[string][]string{}, last: map[string][]metav1.Condition{}}
+	factory := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(ns))
+	inf := factory.Scheduling().V1beta1().PodGroups().Informer()
+	record := func(obj any) {
+		pg, ok := obj.(*schedulingv1beta1.PodGroup)
+		if !ok {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.last[pg.Name] = pg.Status.Conditions
+		for _, c := range pg.Status.Conditions {
+			if c.Type != claims.ConditionType {
+				continue
+			}
+			s := fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+			if seen := w.seen[pg.Name]; len(seen) == 0 || seen[len(seen)-1] != s {
+				w.seen[pg.Name] = append(seen, s)
+			}
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, n any) { record(n) }}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return w
+}
+
+// check: the claim's progress was written on the PodGroup step by step
+// (moved, moving and left, in numbers), ended False Freed, and the
+// placement condition sluice also writes there is still present.
+func (w *claimCondition) check(t *testing.T, podGroup string) {
+	t.Helper()
+	harness.Eventually(t, harness.DefaultTimeout, func(context.Context) (bool, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		seen := w.seen[podGroup]
+		return len(seen) > 0 && strings.HasPrefix(seen[len(seen)-1], "False Freed: ") && hasCondition(w.last[podGroup], "sluice.dev/FabricPlaced"), nil
+	}, func() string {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return fmt.Sprintf("PodGroup %s: claim condition False Freed beside FabricPlaced; seen %q, conditions now %v", podGroup, w.seen[podGroup], w.last[podGroup])
+	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	steps := 0
+	for _, s := range w.seen[podGroup] {
+		if strings.HasPrefix(s, "True Evicting: ") && strings.Contains(s, " production pods moved, ") && strings.Contains(s, " to go") {
+			steps++
+		}
+	}
+	if steps < 2 {
+		t.Errorf("the claim's progress was written %d times while evicting, want one per step (at least 2 for 128 victims): %q", steps, w.seen[podGroup])
+	}
+	t.Logf("claim condition on PodGroup %s: %d steps, last %q", podGroup, len(w.seen[podGroup]), w.seen[podGroup][len(w.seen[podGroup])-1])
+}
+
+func hasCondition(conds []metav1.Condition, typ string) bool {
+	for _, c := range conds {
+		if c.Type == typ {
+			return true
+		}
+	}
+	return false
 }
