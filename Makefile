@@ -86,8 +86,15 @@ smoke: bench-smoke sim-smoke demo-smoke
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
-integration:
+integration: $(BIN)/helm
 	$(WITH_SLURM) $(GO) test -count=1 -timeout 40m $(INTEGRATION_PKGS)
+
+# helm, pinned, built from source as a tool: the chart's lint, rendering and
+# install tests run it (test/integration/foundation).
+HELM_VERSION := v4.3.2
+$(BIN)/helm: Makefile
+	GOBIN=$(abspath $(BIN))/helm-tmp $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+	mv $(BIN)/helm-tmp/helm $@ && rmdir $(BIN)/helm-tmp
 
 ## soak: claim/return cycles with faults injected (leader killed, overflow
 ## node NotReady, disruption controller down, a Deployment scaled mid-claim)

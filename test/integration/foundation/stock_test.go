@@ -25,20 +25,54 @@ import (
 // scheduler with the native gates on must stop at start-up naming the
 // missing API, not wait for it forever.
 func TestShippedDeploymentOnStockCluster(t *testing.T) {
-	cp := harness.StartStockControlPlane(t)
+	objs := harness.Kustomize(t, filepath.Join(harness.ModuleRoot(t), "manifests"))
+	runShipped(t, objs, true)
+}
+
+// TestHelmChartOnStockCluster does the same with the Helm chart: its
+// CRDs and its default rendering (`helm template`) applied to an apiserver
+// without the native Workload API, the scheduler run with the rendered
+// Deployment's arguments and ConfigMap as the rendered ServiceAccount.
+func TestHelmChartOnStockCluster(t *testing.T) {
 	root := harness.ModuleRoot(t)
-	objs := harness.Kustomize(t, filepath.Join(root, "manifests"))
+	objs := harness.DecodeYAML(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: sluice-system}\n"))
+	crds, err := filepath.Glob(filepath.Join(root, "charts", "sluice", "crds", "*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no CRDs in charts/sluice/crds: %v", err)
+	}
+	for _, f := range crds {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, harness.DecodeYAML(t, data)...)
+	}
+	objs = append(objs, harness.DecodeYAML(t, harness.Helm(t, "template", "sluice", "charts/sluice", "-n", "sluice-system"))...)
+	runShipped(t, objs, false)
+}
+
+// runShipped creates objs on a stock control plane and runs the real
+// scheduler binary with their Deployment's arguments and ConfigMap as
+// their ServiceAccount; gated also checks that the native gates stop it
+// at start-up there.
+func runShipped(t *testing.T, objs []*unstructured.Unstructured, gated bool) {
+	cp := harness.StartStockControlPlane(t)
 	harness.CreateObjects(t, cp, objs)
 	args := shippedSchedulerArgs(t, objs)
 
 	// The shipped configuration, reaching the apiserver as the
 	// ServiceAccount; the serving port is the only argument changed.
-	shipped, err := os.ReadFile(filepath.Join(root, harness.ShippedConfig))
-	if err != nil {
-		t.Fatal(err)
+	var shipped string
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && strings.HasPrefix(o.GetName(), "sluice-scheduler-config") {
+			shipped, _, _ = unstructured.NestedString(o.Object, "data", "config.yaml")
+		}
+	}
+	if shipped == "" {
+		t.Fatal("no ConfigMap sluice-scheduler-config with a config.yaml")
 	}
 	cfg := map[string]any{}
-	if err := yaml.Unmarshal(shipped, &cfg); err != nil {
+	if err := yaml.Unmarshal([]byte(shipped), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	kubeconfig, err := cp.KubeconfigAs(t.TempDir(), "system:serviceaccount:sluice-system:sluice-scheduler",
@@ -71,7 +105,7 @@ func TestShippedDeploymentOnStockCluster(t *testing.T) {
 	bin := harness.Binary(t, "sluice-scheduler")
 
 	// The native gates on, the API off: a clear stop at start-up.
-	{
+	if gated {
 		gated := append(append([]string{}, args...), "--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
 		p := harness.StartProcess(t, "gated-scheduler", bin, gated...)
 		select {
