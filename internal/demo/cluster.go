@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sluice-sched/sluice/internal/kcm"
@@ -298,7 +299,7 @@ func (c *cluster) restartScheduler(ctx context.Context, o *Options, makeBeforeBr
 func (c *cluster) startOverflowNode(ctx context.Context, o *Options, logs string, say func(string, ...any)) error {
 	cfg := overflownode.Config{
 		APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: overflowNode,
-		ReconcileInterval: &metav1.Duration{Duration: time.Second},
+		ReconcileIntervalSeconds: ptr.To[int64](1),
 		Providers: []overflownode.ProviderConfig{{
 			Name: "burst", Type: overflownode.TypeKubernetes, PricePerGPUHour: 2.5,
 			Kubernetes: &overflownode.KubernetesProvider{Kubeconfig: c.remote.Kubeconfig, Namespace: remoteNamespace},

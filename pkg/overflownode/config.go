@@ -4,16 +4,18 @@
 package overflownode
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -64,26 +66,29 @@ type Config struct {
 	// metered (GPU-seconds, and cost at the provider's pricePerGPUHour;
 	// default nvidia.com/gpu).
 	GPUResourceName string `json:"gpuResourceName,omitempty"`
-	// ReconcileInterval is how often providers are listed and statuses
-	// translated (default 5s).
-	ReconcileInterval *metav1.Duration `json:"reconcileInterval,omitempty"`
-	// RequestTimeout bounds every call to a provider (default 10s).
-	RequestTimeout *metav1.Duration `json:"requestTimeout,omitempty"`
-	// ProviderFailureTimeout is how long a provider may be unhealthy
-	// before the pods it runs are marked Failed, so their controllers
-	// replace them (default 2m).
-	ProviderFailureTimeout *metav1.Duration `json:"providerFailureTimeout,omitempty"`
-	// DispatchTimeout is how long a pod bound to the node may go without
-	// any provider starting it (every provider down, full or refusing)
-	// before it is marked Failed, so its controller replaces it and the
-	// replacement is scheduled afresh (default 2m). A pod no provider can
-	// run as written is failed at once.
-	DispatchTimeout *metav1.Duration `json:"dispatchTimeout,omitempty"`
-	// WarmTTL is how long a warm instance (started for a victim of a
-	// make-before-break claim) may stay unadopted, from its creation at
-	// the provider, before it is deleted (default 15m). Keep it above the
+	// Durations are whole seconds, in fields named for it, as in the
+	// scheduler's configuration.
+	//
+	// ReconcileIntervalSeconds is how often providers are listed and
+	// statuses translated (default 5).
+	ReconcileIntervalSeconds *int64 `json:"reconcileIntervalSeconds,omitempty"`
+	// RequestTimeoutSeconds bounds every call to a provider (default 10).
+	RequestTimeoutSeconds *int64 `json:"requestTimeoutSeconds,omitempty"`
+	// ProviderFailureTimeoutSeconds is how long a provider may be
+	// unhealthy before the pods it runs are marked Failed, so their
+	// controllers replace them (default 120).
+	ProviderFailureTimeoutSeconds *int64 `json:"providerFailureTimeoutSeconds,omitempty"`
+	// DispatchTimeoutSeconds is how long a pod bound to the node may go
+	// without any provider starting it (every provider down, full or
+	// refusing) before it is marked Failed, so its controller replaces it
+	// and the replacement is scheduled afresh (default 120). A pod no
+	// provider can run as written is failed at once.
+	DispatchTimeoutSeconds *int64 `json:"dispatchTimeoutSeconds,omitempty"`
+	// WarmTTLSeconds is how long a warm instance (started for a victim of
+	// a make-before-break claim) may stay unadopted, from its creation at
+	// the provider, before it is deleted (default 900). Keep it above the
 	// scheduler's claims.warmTimeoutSeconds.
-	WarmTTL *metav1.Duration `json:"warmTTL,omitempty"`
+	WarmTTLSeconds *int64 `json:"warmTTLSeconds,omitempty"`
 	// Providers, in no particular order: dispatch orders them by
 	// priority, then price, then name.
 	Providers []ProviderConfig `json:"providers"`
@@ -197,6 +202,21 @@ func LoadConfig(path string, opts ...LoadOption) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	// Durations were Go durations before they were whole seconds: say
+	// what a field is called now rather than only that it is unknown.
+	var top map[string]any
+	if err := json.Unmarshal(js, &top); err == nil {
+		var errs []error
+		renamed := renamedFields()
+		for _, old := range slices.Sorted(maps.Keys(renamed)) {
+			if v, ok := top[old]; ok {
+				errs = append(errs, fmt.Errorf("%s: %v: renamed %s, in whole seconds (one duration style with the scheduler's configuration)", old, v, renamed[old]))
+			}
+		}
+		if len(errs) > 0 {
+			return nil, fmt.Errorf("%s: %w", path, errors.Join(errs...))
+		}
+	}
 	// Case-sensitive and strict: "nodename" is an unknown field, not
 	// nodeName.
 	var cfg Config
@@ -251,13 +271,40 @@ func (c *Config) Default() {
 		}
 	}
 	for _, d := range []struct {
-		field **metav1.Duration
+		field **int64
 		value time.Duration
-	}{{&c.ReconcileInterval, DefaultReconcileInterval}, {&c.RequestTimeout, DefaultRequestTimeout}, {&c.ProviderFailureTimeout, DefaultProviderFailureTimeout}, {&c.DispatchTimeout, DefaultDispatchTimeout}, {&c.WarmTTL, DefaultWarmTTL}} {
+	}{{&c.ReconcileIntervalSeconds, DefaultReconcileInterval}, {&c.RequestTimeoutSeconds, DefaultRequestTimeout},
+		{&c.ProviderFailureTimeoutSeconds, DefaultProviderFailureTimeout}, {&c.DispatchTimeoutSeconds, DefaultDispatchTimeout}, {&c.WarmTTLSeconds, DefaultWarmTTL}} {
 		if *d.field == nil {
-			*d.field = &metav1.Duration{Duration: d.value}
+			*d.field = ptr.To(int64(d.value / time.Second))
 		}
 	}
+}
+
+// ReconcileInterval is reconcileIntervalSeconds (after Default).
+func (c *Config) ReconcileInterval() time.Duration { return seconds(c.ReconcileIntervalSeconds) }
+
+// RequestTimeout is requestTimeoutSeconds.
+func (c *Config) RequestTimeout() time.Duration { return seconds(c.RequestTimeoutSeconds) }
+
+// ProviderFailureTimeout is providerFailureTimeoutSeconds.
+func (c *Config) ProviderFailureTimeout() time.Duration {
+	return seconds(c.ProviderFailureTimeoutSeconds)
+}
+
+// DispatchTimeout is dispatchTimeoutSeconds.
+func (c *Config) DispatchTimeout() time.Duration { return seconds(c.DispatchTimeoutSeconds) }
+
+// WarmTTL is warmTTLSeconds.
+func (c *Config) WarmTTL() time.Duration { return seconds(c.WarmTTLSeconds) }
+
+func seconds(s *int64) time.Duration { return time.Duration(ptr.Deref(s, 0)) * time.Second }
+
+// renamed are the duration fields of earlier versions, which took Go
+// durations ("5s"), and what they are called now.
+func renamedFields() map[string]string {
+	return map[string]string{"reconcileInterval": "reconcileIntervalSeconds", "requestTimeout": "requestTimeoutSeconds",
+		"providerFailureTimeout": "providerFailureTimeoutSeconds", "dispatchTimeout": "dispatchTimeoutSeconds", "warmTTL": "warmTTLSeconds"}
 }
 
 // Validate checks a defaulted configuration.
@@ -285,9 +332,11 @@ func (c *Config) Validate() field.ErrorList {
 	if *c.MaxPods <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("maxPods"), *c.MaxPods, "must be positive"))
 	}
-	for name, d := range map[string]*metav1.Duration{"reconcileInterval": c.ReconcileInterval, "requestTimeout": c.RequestTimeout, "providerFailureTimeout": c.ProviderFailureTimeout, "dispatchTimeout": c.DispatchTimeout, "warmTTL": c.WarmTTL} {
-		if d.Duration <= 0 {
-			errs = append(errs, field.Invalid(field.NewPath(name), d.Duration.String(), "must be positive"))
+	for _, name := range slices.Sorted(maps.Values(renamedFields())) {
+		d := map[string]*int64{"reconcileIntervalSeconds": c.ReconcileIntervalSeconds, "requestTimeoutSeconds": c.RequestTimeoutSeconds,
+			"providerFailureTimeoutSeconds": c.ProviderFailureTimeoutSeconds, "dispatchTimeoutSeconds": c.DispatchTimeoutSeconds, "warmTTLSeconds": c.WarmTTLSeconds}[name]
+		if ptr.Deref(d, 0) <= 0 {
+			errs = append(errs, field.Invalid(field.NewPath(name), ptr.Deref(d, 0), "must be a positive number of seconds"))
 		}
 	}
 	providers := field.NewPath("providers")

@@ -111,7 +111,7 @@ func (n *Node) authorized(next http.Handler) http.Handler {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: subject.CommonName, Groups: subject.Organization, ResourceAttributes: attrs,
 		}}
-		ctx, cancel := context.WithTimeout(r.Context(), n.cfg.RequestTimeout.Duration)
+		ctx, cancel := context.WithTimeout(r.Context(), n.cfg.RequestTimeout())
 		defer cancel()
 		res, err := n.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 		if err != nil {
@@ -171,13 +171,13 @@ func (n *Node) containerLogs(w http.ResponseWriter, r *http.Request) {
 	// stream then runs as long as the client reads it.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	timer := time.AfterFunc(n.cfg.RequestTimeout.Duration, cancel)
+	timer := time.AfterFunc(n.cfg.RequestTimeout(), cancel)
 	logs, err := rem.member.Provider.Logs(ctx, rem.w.ID, container, opts)
 	if !timer.Stop() {
 		if err == nil {
 			_ = logs.Close()
 		}
-		writeStatus(w, http.StatusGatewayTimeout, fmt.Sprintf("provider %s did not answer within %s", rem.member.Config.Name, n.cfg.RequestTimeout.Duration))
+		writeStatus(w, http.StatusGatewayTimeout, fmt.Sprintf("provider %s did not answer within %s", rem.member.Config.Name, n.cfg.RequestTimeout()))
 		return
 	}
 	switch {

@@ -216,7 +216,7 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 	var fingerprint string
 	if len(candidates) > 0 {
 		var err error
-		readCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		readCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 		refs, fingerprint, err = newRefReader(n.client).read(readCtx, pod)
 		cancel()
 		var missing *missingRef
@@ -280,7 +280,7 @@ func (n *Node) CreatePod(ctx context.Context, pod *v1.Pod) error {
 func (n *Node) createAt(ctx context.Context, candidates []*Member, id string, pod *v1.Pod, refs provider.Refs) (*Member, []string) {
 	var reasons []string
 	for _, m := range candidates {
-		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 		err := m.Provider.Create(callCtx, id, pod, refs)
 		cancel()
 		if err == nil {
@@ -424,7 +424,7 @@ func (n *Node) DeletePod(ctx context.Context, pod *v1.Pod) error {
 		targets, id = []*Member{r.member}, r.w.ID // an adopted warm instance keeps its id
 	}
 	for _, m := range targets {
-		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 		err := m.Provider.Delete(callCtx, id)
 		cancel()
 		if err != nil && r != nil {

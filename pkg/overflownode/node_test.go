@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/testutil"
+	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
@@ -579,6 +580,8 @@ func TestLoadConfig(t *testing.T) {
 		{"duplicate names", head + good + "- name: east\n  type: http\n  http: {url: 'https://x'}\n", "providers[1].name: Duplicate value: \"east\""},
 		{"negative quota", head + "providers:\n- name: a\n  type: http\n  quota: {nvidia.com/gpu: '-1'}\n  http: {url: 'https://x'}\n", "providers[0].quota[nvidia.com/gpu]: Invalid value"},
 		{"bad node name", head + "nodeName: Overflow_1\n" + good, "nodeName: Invalid value: \"Overflow_1\""},
+		{"a duration of the old style", head + "reconcileInterval: 5s\n" + good, "reconcileInterval: 5s: renamed reconcileIntervalSeconds, in whole seconds"},
+		{"a duration that is not positive", head + "dispatchTimeoutSeconds: 0\n" + good, "dispatchTimeoutSeconds: Invalid value: 0: must be a positive number of seconds"},
 		{"wrong kind", "apiVersion: overflow.sluice.dev/v1alpha1\nkind: Node\n" + good, `kind: Unsupported value: "Node"`},
 		{"kubelet API without address", head + "kubeletAPI: {clientCAFile: " + kubeconfig + "}\n" + good, "kubeletAPI.address: Invalid value: \"\""},
 		{"kubelet API without client CA", head + "kubeletAPI: {address: 10.0.0.4}\n" + good, "kubeletAPI.clientCAFile: Required value"},
@@ -595,7 +598,7 @@ func TestLoadConfig(t *testing.T) {
 				if err != nil {
 					t.Fatalf("LoadConfig: %v", err)
 				}
-				if cfg.NodeName != DefaultNodeName || cfg.ReconcileInterval.Duration != DefaultReconcileInterval {
+				if cfg.NodeName != DefaultNodeName || cfg.ReconcileInterval() != DefaultReconcileInterval {
 					t.Errorf("defaults not applied: %+v", cfg)
 				}
 				return
@@ -688,7 +691,7 @@ func TestContainerLogs(t *testing.T) {
 	if err := f.node.CreatePod(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	f.node.cfg.RequestTimeout.Duration = 50 * time.Millisecond
+	f.node.cfg.RequestTimeoutSeconds = ptr.To[int64](1)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", f.node.containerLogs)
 	get := func(path string) (int, string) {

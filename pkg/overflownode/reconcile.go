@@ -83,7 +83,7 @@ func (n *Node) observe(ctx context.Context) []observation {
 		go func() {
 			defer wg.Done()
 			call := func(f func(context.Context) error) error {
-				c, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+				c, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 				defer cancel()
 				return f(c)
 			}
@@ -183,7 +183,7 @@ func (n *Node) mergeLocked(obs []observation, fresh map[*Member]bool, byUID map[
 			add(r)
 		}
 	}
-	grace := 2 * n.cfg.ReconcileInterval.Duration
+	grace := 2 * n.cfg.ReconcileInterval()
 	for uid, r := range n.workloads {
 		if _, ok := index[uid]; !ok && !r.created.IsZero() && now.Sub(r.created) < grace {
 			index[uid] = r
@@ -222,7 +222,7 @@ func (n *Node) collectGarbage(ctx context.Context, index map[types.UID]*remote, 
 		doomed = append(doomed, r)
 	}
 	for _, r := range append(doomed, duplicates...) {
-		c, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		c, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 		err := r.member.Provider.Delete(c, r.w.ID)
 		cancel()
 		if err != nil {
@@ -256,7 +256,7 @@ func (n *Node) podAlive(ctx context.Context, ref provider.PodRef) bool {
 // pods whose workload failed, vanished, or sits at a provider that has
 // been down longer than providerFailureTimeout.
 func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh map[*Member]bool, byUID map[types.UID]*v1.Pod, now time.Time) {
-	timeout := n.cfg.ProviderFailureTimeout.Duration
+	timeout := n.cfg.ProviderFailureTimeout()
 	refs := newRefReader(n.client)
 	for uid, pod := range byUID {
 		if terminal(pod) || pod.DeletionTimestamp != nil {
@@ -296,7 +296,7 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 		if name == "" {
 			// Not dispatched yet: the pod controller retries, until the
 			// dispatch timeout.
-			if waited := n.undispatchedFor(pod, now); waited >= n.cfg.DispatchTimeout.Duration {
+			if waited := n.undispatchedFor(pod, now); waited >= n.cfg.DispatchTimeout() {
 				n.fail(pod, ReasonDispatchTimeout, fmt.Sprintf("no provider started this pod in %s", waited.Round(time.Second)))
 			}
 			continue
@@ -353,7 +353,7 @@ func (n *Node) passOnRefs(ctx context.Context, reader *refReader, pod *v1.Pod, r
 		return
 	}
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
-	callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+	callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 	defer cancel()
 	refs, fingerprint, err := reader.read(callCtx, pod)
 	if err != nil {

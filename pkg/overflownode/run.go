@@ -209,7 +209,7 @@ func Start(ctx context.Context, rc *rest.Config, cfg *Config, members []*Member)
 	}()
 	go func() {
 		defer close(r.done)
-		wait.UntilWithContext(ctx, n.Reconcile, cfg.ReconcileInterval.Duration)
+		wait.UntilWithContext(ctx, n.Reconcile, cfg.ReconcileInterval())
 		<-nodeDone
 		<-podDone
 		stopAPI()

@@ -119,7 +119,7 @@ func (n *Node) expired(r *remote, now time.Time) bool {
 	case !r.created.IsZero():
 		born = r.created
 	}
-	return !born.IsZero() && now.Sub(born) >= n.cfg.WarmTTL.Duration
+	return !born.IsZero() && now.Sub(born) >= n.cfg.WarmTTL()
 }
 
 // syncWarm brings the warm instances in line with the claims: deletes the
@@ -149,7 +149,7 @@ func (n *Node) syncWarm(ctx context.Context, now time.Time) {
 		case r.w.Phase == provider.Failed || r.w.Phase == provider.Succeeded:
 			n.dropWarm(ctx, r, "failed", tell, offer.WarmFailed, fmt.Sprintf("%s stopped: %s", where, r.w.Message))
 		case n.expired(r, now):
-			n.dropWarm(ctx, r, "expired", tell, offer.WarmExpired, fmt.Sprintf("%s not adopted within %s of its creation; deleted", where, n.cfg.WarmTTL.Duration))
+			n.dropWarm(ctx, r, "expired", tell, offer.WarmExpired, fmt.Sprintf("%s not adopted within %s of its creation; deleted", where, n.cfg.WarmTTL()))
 		case tell && r.w.Ready:
 			n.setWarm(ctx, r.w.Pod, v1.ConditionTrue, offer.WarmReady, where+" is Ready")
 		case tell:
@@ -218,7 +218,7 @@ func identityEnv(pod *v1.Pod) string {
 func (n *Node) startWarm(ctx context.Context, v v1alpha1.Victim) {
 	logger := klog.FromContext(ctx).WithValues("victim", klog.KRef(v.Namespace, v.Name))
 	ref := provider.PodRef{Namespace: v.Namespace, Name: v.Name, UID: v.UID}
-	getCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+	getCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 	pod, err := n.client.CoreV1().Pods(v.Namespace).Get(getCtx, v.Name, metav1.GetOptions{})
 	cancel()
 	if err != nil || pod.UID != v.UID || pod.DeletionTimestamp != nil || terminal(pod) {
@@ -242,7 +242,7 @@ func (n *Node) startWarm(ctx context.Context, v v1alpha1.Victim) {
 	})
 	var refs provider.Refs
 	if len(candidates) > 0 {
-		readCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		readCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 		refs, _, err = newRefReader(n.client).read(readCtx, pod)
 		cancel()
 		if err != nil {
@@ -286,7 +286,7 @@ func (n *Node) dropWarm(ctx context.Context, r *remote, outcome string, tell boo
 	}
 	delete(n.warm, uid)
 	n.mu.Unlock()
-	callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+	callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 	err := r.member.Provider.Delete(callCtx, r.w.ID)
 	cancel()
 	if err != nil {
@@ -328,7 +328,7 @@ func (n *Node) setWarm(ctx context.Context, ref provider.PodRef, status v1.Condi
 	if err != nil {
 		return
 	}
-	callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+	callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 	defer cancel()
 	_, err = n.client.CoreV1().Pods(ref.Namespace).Patch(callCtx, ref.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	switch {
@@ -401,7 +401,7 @@ func (n *Node) adoptWarm(ctx context.Context, pod *v1.Pod) *remote {
 		n.adopting[r.w.ID] = true
 		n.mu.Unlock()
 		ref := provider.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
-		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 		err := r.member.Provider.Adopt(callCtx, r.w.ID, ref)
 		cancel()
 		n.mu.Lock()
@@ -431,7 +431,7 @@ func (n *Node) adoptWarm(ctx context.Context, pod *v1.Pod) *remote {
 // victimServes asks the apiserver whether the victim still runs (exists
 // with its UID, not terminating, not finished). Errors count as serving.
 func (n *Node) victimServes(ctx context.Context, ref provider.PodRef) bool {
-	callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout.Duration)
+	callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 	defer cancel()
 	pod, err := n.client.CoreV1().Pods(ref.Namespace).Get(callCtx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

@@ -203,9 +203,9 @@ func (r *claimRun) startOverflowNode(tCtx ktesting.TContext) error {
 		return err
 	}
 	cfg := overflownode.Config{APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: overflowNodeName,
-		MaxPods:           ptr.To[int32](100000),
-		ReconcileInterval: &metav1.Duration{Duration: time.Second},
-		Providers:         []overflownode.ProviderConfig{{Name: "cloud", Type: overflownode.TypeHTTP, HTTP: &overflownode.HTTPProvider{URL: srv.URL}}},
+		MaxPods:                  ptr.To[int32](100000),
+		ReconcileIntervalSeconds: ptr.To[int64](1),
+		Providers:                []overflownode.ProviderConfig{{Name: "cloud", Type: overflownode.TypeHTTP, HTTP: &overflownode.HTTPProvider{URL: srv.URL}}},
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

@@ -135,9 +135,9 @@ func startNodeWith(t *testing.T, cp *harness.ControlPlane, name string, change f
 	rc := nodeConfig(t, cp)
 	cfg := &overflownode.Config{
 		APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: name, Providers: providers,
-		ReconcileInterval:      &metav1.Duration{Duration: 500 * time.Millisecond},
-		RequestTimeout:         &metav1.Duration{Duration: 3 * time.Second},
-		ProviderFailureTimeout: &metav1.Duration{Duration: 30 * time.Second},
+		ReconcileIntervalSeconds:      ptr.To[int64](1),
+		RequestTimeoutSeconds:         ptr.To[int64](3),
+		ProviderFailureTimeoutSeconds: ptr.To[int64](30),
 	}
 	if change != nil {
 		change(cfg)

@@ -261,9 +261,9 @@ func TestTrafficAndLogsOverHTTPProvider(t *testing.T) {
 	deleteNodeAtEnd(t, cp, name)
 	api := kubeletAPI(t)
 	cfg := &overflownode.Config{APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: name,
-		ReconcileInterval: &metav1.Duration{Duration: 300 * time.Millisecond},
-		Providers:         []overflownode.ProviderConfig{{Name: "cloud", Type: overflownode.TypeHTTP, HTTP: &overflownode.HTTPProvider{URL: srv.URL}}},
-		KubeletAPI:        &overflownode.KubeletAPI{Port: api.Port, ClientCAFile: api.ClientCAFile},
+		ReconcileIntervalSeconds: ptr.To[int64](1),
+		Providers:                []overflownode.ProviderConfig{{Name: "cloud", Type: overflownode.TypeHTTP, HTTP: &overflownode.HTTPProvider{URL: srv.URL}}},
+		KubeletAPI:               &overflownode.KubeletAPI{Port: api.Port, ClientCAFile: api.ClientCAFile},
 	}
 	// The address comes from --node-ip, as the shipped Deployment passes
 	// the pod's IP.

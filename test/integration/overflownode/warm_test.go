@@ -47,8 +47,8 @@ func newWarmRig(t *testing.T, startDelay time.Duration, replicas int32, maxUnava
 	name := "ovf-warm-" + harness.NewNameSuffix()
 	deleteNodeAtEnd(t, cp, name)
 	r.cfg = &overflownode.Config{APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: name,
-		ReconcileInterval: &metav1.Duration{Duration: 300 * time.Millisecond},
-		Providers:         []overflownode.ProviderConfig{{Name: "cloud", Type: overflownode.TypeHTTP, HTTP: &overflownode.HTTPProvider{URL: r.srv.URL}}},
+		ReconcileIntervalSeconds: ptr.To[int64](1),
+		Providers:                []overflownode.ProviderConfig{{Name: "cloud", Type: overflownode.TypeHTTP, HTTP: &overflownode.HTTPProvider{URL: r.srv.URL}}},
 	}
 	physical := "warm-gpu-" + harness.NewNameSuffix()
 	harness.CreateNodes(t, cp.Client, harness.GPUNode(physical, 8).Fabric("wl1", "ws1", "wb1").Obj())
