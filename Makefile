@@ -38,10 +38,12 @@ INTEGRATION_PKGS = $(shell $(GO) list ./test/integration/overflow ./test/integra
 
 all: build
 
-## build: bin/sluice-scheduler and bin/sluice-overflow-node
+## build: bin/sluice-scheduler, bin/sluice-overflow-node and the kubectl
+## plugin bin/kubectl-sluice (`kubectl sluice` with bin/ on PATH)
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-scheduler ./cmd/sluice-scheduler
 	CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X main.version=$(SLUICE_VERSION)" -o $(BIN)/sluice-overflow-node ./cmd/sluice-overflow-node
+	CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(BIN)/kubectl-sluice ./cmd/kubectl-sluice
 
 ## tools: the simulator, the benchmark report and the demo
 tools:

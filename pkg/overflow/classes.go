@@ -60,6 +60,17 @@ func (c *Classes) IsResearch(pod *v1.Pod) bool { return c.Research.Has(pod.Spec.
 // IsProduction reports whether the pod is production (by PriorityClass).
 func (c *Classes) IsProduction(pod *v1.Pod) bool { return c.Production.Has(pod.Spec.PriorityClassName) }
 
+// ClassOf names a pod's class: "research", "production" or "other".
+func (c *Classes) ClassOf(pod *v1.Pod) string {
+	switch {
+	case c.IsResearch(pod):
+		return "research"
+	case c.IsProduction(pod):
+		return "production"
+	}
+	return "other"
+}
+
 // IsOverflowNode reports whether the node is an overflow node.
 func (c *Classes) IsOverflowNode(node *v1.Node) bool {
 	return node != nil && c.OverflowNodes.Matches(labels.Set(node.Labels))

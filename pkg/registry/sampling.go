@@ -7,8 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflow"
@@ -29,54 +29,25 @@ func capacitySampler(nodes corelisters.NodeLister, pods corelisters.PodLister, c
 		if err != nil {
 			return
 		}
-		free := make(map[string]int64, len(nodeList))
-		overflowNode := make(map[string]bool, len(nodeList))
-		for _, n := range nodeList {
-			q := n.Status.Allocatable[gpu]
-			free[n.Name] = q.Value()
-			overflowNode[n.Name] = classes.IsOverflowNode(n)
-		}
+		gpus := capacity.GPUsByNode(nodeList, podList, gpu, classes.ClassOf)
 		const physical, onOverflow = "physical", "overflow"
+		overflowNode := make(map[string]bool, len(nodeList))
 		used := map[[2]string]int64{}
-		for _, p := range podList {
-			if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
-				continue
-			}
-			if _, ok := free[p.Spec.NodeName]; !ok {
-				continue
-			}
-			q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[gpu]
-			n := q.Value()
-			if n == 0 {
-				continue
-			}
-			class := "other"
-			switch {
-			case classes.IsResearch(p):
-				class = "research"
-			case classes.IsProduction(p):
-				class = "production"
-			}
+		for _, n := range nodeList {
 			where := physical
-			if overflowNode[p.Spec.NodeName] {
-				where = onOverflow
+			if classes.IsOverflowNode(n) {
+				where, overflowNode[n.Name] = onOverflow, true
 			}
-			used[[2]string{where, class}] += n
-			free[p.Spec.NodeName] -= n
-		}
-		freeSum := map[string]int64{}
-		for name, f := range free {
-			where := physical
-			if overflowNode[name] {
-				where = onOverflow
+			g := gpus[n.Name]
+			for class, r := range g.Requested {
+				used[[2]string{where, class}] += r
 			}
-			freeSum[where] += max(f, 0)
+			used[[2]string{where, "free"}] += g.Free()
 		}
 		for _, where := range []string{physical, onOverflow} {
-			for _, class := range []string{"research", "production", "other"} {
+			for _, class := range []string{"research", "production", "other", "free"} {
 				emit(metrics.CapacityGPUs, float64(used[[2]string{where, class}]), where, class)
 			}
-			emit(metrics.CapacityGPUs, float64(freeSum[where]), where, "free")
 		}
 
 		tree, err := tracker.Tree()
@@ -90,8 +61,8 @@ func capacitySampler(nodes corelisters.NodeLister, pods corelisters.PodLister, c
 				var sum int64
 				physicalNodes := false
 				for _, i := range tree.NodesOf(d) {
-					if n := tree.Node(i).Name; !overflowNode[n] {
-						sum += max(free[n], 0)
+					if n := tree.Node(i).Name; !overflowNode[n] && gpus[n] != nil {
+						sum += gpus[n].Free()
 						physicalNodes = true
 					}
 				}
