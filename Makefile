@@ -73,6 +73,7 @@ $(BIN)/kubectl: hack/kubectl/go.mod hack/kubectl/main.go
 demo-smoke: build tools
 	$(WITH_SLURM) bash -c '. $$SLURM_CI_DIR/slurm.env && ./$(BIN)/sluice-demo -smoke -plain -slurm -out _output/demo-smoke'
 	grep -q 'Status: <b class="">passed' _output/demo-smoke/report.html
+	@size=$$(stat -c %s _output/demo-smoke/report.html); echo "demo report: $$size bytes"; test $$size -lt 200000 || { echo "the demo report is $$size bytes, over 200 KB"; exit 1; }
 
 ## test: unit tests with the race detector, fuzzing, integration tests
 ## against a real apiserver and a real Slurm, and smoke runs of the binary,

@@ -183,7 +183,7 @@ func (r *Report) writePacking(dir string, md *strings.Builder) error {
 
 func (r *Report) writeScenario(dir string, s ScenarioResult, md *strings.Builder) error {
 	rows := [][]string{{"t_s", "production_physical_gpus", "production_overflow_gpus", "research_gpus"}}
-	chart := plot.LineChart{Title: "GPUs by class over time: " + s.Name, XLabel: "time, s", YLabel: "GPUs"}
+	chart := plot.StackedChart{Title: "GPUs by class over time: " + s.Name, XLabel: "time, s", YLabel: "GPUs"}
 	phys, over, res := plot.Series{Name: "production, physical"}, plot.Series{Name: "production, overflow"}, plot.Series{Name: "research"}
 	for _, x := range s.Samples {
 		t := x.T.Seconds()
@@ -192,7 +192,7 @@ func (r *Report) writeScenario(dir string, s ScenarioResult, md *strings.Builder
 		over.Points = append(over.Points, plot.Point{X: t, Y: float64(x.ProductionOverflow)})
 		res.Points = append(res.Points, plot.Point{X: t, Y: float64(x.Research)})
 	}
-	chart.Series = []plot.Series{phys, over, res}
+	chart.Series = []plot.Series{res, phys, over}
 	fmt.Fprintf(md, "## Scenario: %s\n\n- evictions to overflow: %d, back to physical: %d\n- production on the overflow node: %.3f GPU-hours\n",
 		s.Name, s.Evictions["preemption"], s.Evictions["return"], s.OverflowGPUHours)
 	gangs := make([]string, 0, len(s.GangRunning))
