@@ -48,7 +48,7 @@ func series(name string, ys ...float64) Series {
 func TestCharts(t *testing.T) {
 	long := "production on the overflow node (external GPUs)"
 	for name, c := range map[string]interface{ SVG() []byte }{
-		"line": LineChart{Title: "Line <title>", XLabel: "s", YLabel: "GPUs", Series: []Series{series("research", 1, 2, math.NaN(), 4), series(long, 0, math.Inf(1), 1, 1)}},
+		"line":    LineChart{Title: "Line <title>", XLabel: "s", YLabel: "GPUs", Series: []Series{series("research", 1, 2, math.NaN(), 4), series(long, 0, math.Inf(1), 1, 1)}},
 		"stacked": StackedChart{Title: "Stacked", XLabel: "s", YLabel: "GPUs", Series: []Series{series("research", 1, 2, 3), series(long, 3, 2, math.NaN())}},
 		"bar":     BarChart{Title: "Bars", YLabel: "%", Categories: []string{"leaves", "nodes"}, Series: []Series{series("sluice", 80, 90), series(long, math.NaN(), 70)}},
 		"grid":    GridChart{Title: "Grid", Rows: []string{"s1 / l1", "s1 / l2"}, Cells: [][]string{{PaletteColor(0), ""}, {"#dddddd"}}, Legend: []LegendEntry{{Label: long, Color: PaletteColor(0)}}},
