@@ -81,6 +81,16 @@ var (
 
 // Overflow GPU use.
 var (
+	// RemoteStart is how long a workload takes to serve at its provider.
+	RemoteStart = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace: namespace,
+		Subsystem: overflowNode,
+		Name:      "remote_start_seconds",
+		Help:      "Time from creating a workload at a provider to the provider reporting it Ready (image pull and model load), by provider and kind (cold: a pod's own; warm: a make-before-break instance).",
+		// 1 s to about 2.3 h: a large model loads in tens of minutes.
+		Buckets:        metrics.ExponentialBuckets(1, 2, 14),
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"provider", "kind"})
 	// OverflowGPUSeconds counts GPU-seconds run at each provider.
 	OverflowGPUSeconds = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      namespace,
@@ -104,7 +114,7 @@ var registerOverflowNodeOnce sync.Once
 
 // overflowNodeMetrics are sluice-overflow-node's metrics.
 func overflowNodeMetrics() []metrics.Registerable {
-	return []metrics.Registerable{RemoteWorkloads, ProviderHealthy, ReconcileDuration, GarbageCollected, DispatchFailures, PodsFailed, WarmInstances, OverflowGPUSeconds, OverflowCost}
+	return []metrics.Registerable{RemoteWorkloads, ProviderHealthy, ReconcileDuration, GarbageCollected, DispatchFailures, PodsFailed, WarmInstances, OverflowGPUSeconds, OverflowCost, RemoteStart}
 }
 
 // RegisterOverflowNode registers sluice-overflow-node's metrics.

@@ -782,3 +782,46 @@ func TestMeterGPUTimeAndCost(t *testing.T) {
 		t.Errorf("provider meter-b ran nothing and has %v GPU-seconds", s)
 	}
 }
+
+// TestRemoteStartObserved: the time from creating a pod's workload at its
+// provider to the provider reporting it Ready is observed once, when a
+// listing first finds it Ready.
+func TestRemoteStartObserved(t *testing.T) {
+	p := newFake("8")
+	f := newFixture(t, member("start-cloud", 0, 0, p))
+	ctx := context.Background()
+	metrics.RegisterOverflowNode()
+	f.node.Reconcile(ctx)
+	pod := f.addPod(t, "llm-0", 1)
+	if err := f.node.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	id := provider.IDFor(pod.UID)
+	hist := metrics.RemoteStart.WithLabelValues("start-cloud", "cold")
+	set := func(ready bool) {
+		p.set(func(fp *fakeProvider) {
+			w := fp.workloads[id]
+			w.Phase, w.Ready = provider.Running, ready
+			fp.workloads[id] = w
+		})
+	}
+	set(false)
+	f.clock = f.clock.Add(30 * time.Second)
+	f.node.Reconcile(ctx)
+	set(true)
+	f.clock = f.clock.Add(60 * time.Second)
+	f.node.Reconcile(ctx)
+	f.clock = f.clock.Add(60 * time.Second)
+	f.node.Reconcile(ctx) // still Ready: not observed again
+	count, err := testutil.GetHistogramMetricCount(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := testutil.GetHistogramMetricValue(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count != 1 || sum != 90 {
+		t.Errorf("remote start observed %d times, %v s in all; want once, 90 s (created, Ready 90 s later)", count, sum)
+	}
+}

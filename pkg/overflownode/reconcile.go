@@ -135,6 +135,7 @@ func (n *Node) mergeLocked(obs []observation, fresh map[*Member]bool, byUID map[
 			}
 			if old := n.warm[r.w.Pod.UID]; old != nil && old.member == r.member {
 				r.created, r.requests, r.match, r.seen = old.created, old.requests, old.match, old.seen
+				observeStart(old, r, "warm", now)
 			}
 			if r.seen.IsZero() {
 				r.seen = now
@@ -179,6 +180,7 @@ func (n *Node) mergeLocked(obs []observation, fresh map[*Member]bool, byUID map[
 			r := &remote{member: m, w: w}
 			if old := n.workloads[w.Pod.UID]; old != nil && old.member == m {
 				r.created = old.created
+				observeStart(old, r, "cold", now)
 			}
 			add(r)
 		}
@@ -424,6 +426,16 @@ func (n *Node) syncNode() {
 	node.Status = status
 	klog.Background().V(2).Info("Node status changed", "node", node.Name, "allocatable", status.Allocatable, "ready", status.Conditions[0].Status, "message", status.Conditions[0].Message)
 	cb(node)
+}
+
+// observeStart records how long a workload this process created took to
+// serve at its provider (the image pulled and the model loaded) when a
+// listing first finds it Ready.
+func observeStart(old, cur *remote, kind string, now time.Time) {
+	if cur.created.IsZero() || (old.w.Phase == provider.Running && old.w.Ready) || cur.w.Phase != provider.Running || !cur.w.Ready {
+		return
+	}
+	metrics.RemoteStart.WithLabelValues(cur.member.Config.Name, kind).Observe(now.Sub(cur.created).Seconds())
 }
 
 // meter counts the GPU-seconds each provider ran since the last call, and
