@@ -65,6 +65,9 @@ func serve(ctx context.Context, o servingOptions, client kubernetes.Interface, r
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		res, ok, err := authn.AuthenticateRequest(r)
+		if err != nil {
+			klog.FromContext(r.Context()).Error(err, "/metrics: authentication failed (TokenReview)")
+		}
 		if err != nil || !ok {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return

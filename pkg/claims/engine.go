@@ -256,11 +256,13 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	claimants, bound := e.claimants(c)
 	if len(claimants) == 0 {
 		logger.V(2).Info("Claim dropped: its pods are gone", "claim", key)
+		e.reportEnd(ctx, c, nil, "its research pods are gone")
 		return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
 	}
 	if bound == len(c.Spec.Claimants) {
 		if stored.Status.Phase != v1alpha1.PhaseFreed {
 			observeDone(c, now) // bound before this replica saw the room free
+			e.reportEnd(ctx, c, claimants, fmt.Sprintf("its research pods are bound; %d of %d production pods moved", len(c.Status.Replaced), len(c.Spec.Victims)))
 		}
 		logger.V(2).Info("Claim done: its pods are bound", "claim", key, "victims", len(c.Spec.Victims))
 		return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)

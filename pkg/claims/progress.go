@@ -33,8 +33,9 @@ type ConditionWriter interface {
 // report writes the claim's progress condition where its users look: on
 // the PodGroup that owns the claim, or on its research pods.
 func (e *Engine) report(ctx context.Context, c *v1alpha1.ResearchClaim, claimants []*v1.Pod) {
-	cond := metav1.Condition{Type: ConditionType, Status: metav1.ConditionTrue, Reason: string(c.Status.Phase), Message: c.Status.Message,
-		LastTransitionTime: metav1.NewTime(e.cfg.Clock.Now())}
+	// No transition time: the PodGroup reporter keeps the last one while
+	// the status stays, and pods get theirs below.
+	cond := metav1.Condition{Type: ConditionType, Status: metav1.ConditionTrue, Reason: string(c.Status.Phase), Message: c.Status.Message}
 	if c.Status.Phase == v1alpha1.PhaseFreed || c.Status.Phase == v1alpha1.PhaseGivenUp {
 		cond.Status = metav1.ConditionFalse
 	}
@@ -52,7 +53,7 @@ func (e *Engine) report(ctx context.Context, c *v1alpha1.ResearchClaim, claimant
 	for _, p := range claimants {
 		patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []v1.PodCondition{{
 			Type: ConditionType, Status: v1.ConditionStatus(cond.Status), Reason: cond.Reason, Message: cond.Message,
-			LastTransitionTime: lastTransition(p, cond),
+			LastTransitionTime: lastTransition(p, cond, metav1.NewTime(e.cfg.Clock.Now())),
 		}}}})
 		if err != nil {
 			return
@@ -63,13 +64,21 @@ func (e *Engine) report(ctx context.Context, c *v1alpha1.ResearchClaim, claimant
 	}
 }
 
+// reportEnd says the claim ended before its room was free (its pods bound
+// or gone): the condition must not stay True.
+func (e *Engine) reportEnd(ctx context.Context, c *v1alpha1.ResearchClaim, claimants []*v1.Pod, why string) {
+	end := c.DeepCopy()
+	end.Status.Phase, end.Status.Message = v1alpha1.PhaseFreed, "claim ended: "+why
+	e.report(ctx, end, claimants)
+}
+
 // lastTransition keeps the pod condition's transition time while its
 // status stays.
-func lastTransition(p *v1.Pod, cond metav1.Condition) metav1.Time {
+func lastTransition(p *v1.Pod, cond metav1.Condition, now metav1.Time) metav1.Time {
 	for _, pc := range p.Status.Conditions {
 		if pc.Type == ConditionType && string(pc.Status) == string(cond.Status) && !pc.LastTransitionTime.IsZero() {
 			return pc.LastTransitionTime
 		}
 	}
-	return cond.LastTransitionTime
+	return now
 }

@@ -156,12 +156,16 @@ func (r *Reporter) writeNext(ctx context.Context) bool {
 		r.mu.Unlock()
 		return true
 	}
-	all := maps.Clone(r.written[key])
-	if all == nil {
-		all = map[string]metav1.Condition{}
+	all, known := r.written[key]
+	all = maps.Clone(all)
+	r.mu.Unlock()
+	if !known {
+		// First write since this process started (a restart, a new
+		// leader): sluice's conditions already on the PodGroup go into
+		// the apply, or applying without them would remove them.
+		all = r.current(ctx, key)
 	}
 	maps.Copy(all, desired)
-	r.mu.Unlock()
 	conds := slices.SortedFunc(maps.Values(all), func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
 	if err := r.apply(ctx, key, conds); err != nil {
 		klog.FromContext(ctx).V(2).Info("Could not write PodGroup conditions", "podGroup", key, "err", err)
@@ -171,6 +175,34 @@ func (r *Reporter) writeNext(ctx context.Context) bool {
 	r.written[key] = all
 	r.mu.Unlock()
 	return true
+}
+
+// current are sluice's conditions (types under sluice.dev/) on a
+// PodGroup now; none when it cannot be read.
+func (r *Reporter) current(ctx context.Context, key Key) map[string]metav1.Condition {
+	var conds []metav1.Condition
+	switch key.API {
+	case Native:
+		if pg, err := r.client.SchedulingV1beta1().PodGroups(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{}); err == nil {
+			conds = pg.Status.Conditions
+		}
+	case Label:
+		if r.dyn != nil {
+			if u, err := r.dyn.Resource(v1alpha1.Resource).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{}); err == nil {
+				pg := &v1alpha1.PodGroup{}
+				if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pg) == nil {
+					conds = pg.Status.Conditions
+				}
+			}
+		}
+	}
+	out := map[string]metav1.Condition{}
+	for _, c := range conds {
+		if strings.HasPrefix(c.Type, "sluice.dev/") {
+			out[c.Type] = c
+		}
+	}
+	return out
 }
 
 func (r *Reporter) apply(ctx context.Context, key Key, conds []metav1.Condition) error {

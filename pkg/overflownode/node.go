@@ -84,6 +84,7 @@ type remote struct {
 	member  *Member
 	w       provider.Workload
 	created time.Time // set when this process created it
+	started bool      // its time to Ready was observed
 	// Of a warm instance not adopted: its victim's requests (it has no
 	// pod bound here to read them from), what a replacement must share
 	// with its victim to adopt it (learnt from the claims; kept when the

@@ -430,11 +430,14 @@ func (n *Node) syncNode() {
 
 // observeStart records how long a workload this process created took to
 // serve at its provider (the image pulled and the model loaded) when a
-// listing first finds it Ready.
+// listing first finds it Ready (once: a later Ready after a restart of its
+// container is not a start).
 func observeStart(old, cur *remote, kind string, now time.Time) {
-	if cur.created.IsZero() || (old.w.Phase == provider.Running && old.w.Ready) || cur.w.Phase != provider.Running || !cur.w.Ready {
+	cur.started = old.started
+	if cur.started || cur.created.IsZero() || (old.w.Phase == provider.Running && old.w.Ready) || cur.w.Phase != provider.Running || !cur.w.Ready {
 		return
 	}
+	cur.started = true
 	metrics.RemoteStart.WithLabelValues(cur.member.Config.Name, kind).Observe(now.Sub(cur.created).Seconds())
 }
 
