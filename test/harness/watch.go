@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -156,10 +158,19 @@ func WatchInvariants(t testing.TB, cp *ControlPlane, ns string, overflowGPUs int
 	return w
 }
 
-// CheckGangsAtRest fails the test for every gang of ns partly bound now.
+// CheckGangsAtRest fails the test for every gang of ns partly bound at
+// rest. The caller has seen the gangs bound through the API; the watcher's
+// informer may not have seen the last binding yet, so a partly bound gang
+// is looked at again until the watcher catches up (10 s at most): one that
+// stays partly bound fails.
 func CheckGangsAtRest(t testing.TB, w *invariants.Watcher) {
 	t.Helper()
-	for _, g := range w.Gangs(invariants.GangOf) {
+	var partly []string
+	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		partly = w.Gangs(invariants.GangOf)
+		return len(partly) == 0, nil
+	})
+	for _, g := range partly {
 		t.Errorf("invariant at rest: %s", g)
 	}
 }
