@@ -24,6 +24,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -102,8 +103,8 @@ type Holder struct {
 
 	mu sync.Mutex
 	// refused: per pod, the nodes whose Slurm did not run its placeholder,
-	// until when they are avoided.
-	refused map[types.UID]map[string]time.Time
+	// why, and until when they are avoided.
+	refused map[types.UID]map[string]refusal
 	// inFlight are jobs held for pods not bound yet (by this scheduler).
 	inFlight map[string]bool
 	// unclaimed: jobs no bound pod claims, since when (the sweep cancels
@@ -146,7 +147,7 @@ func New(cfg Config) (*Holder, error) {
 	}); err != nil {
 		return nil, err
 	}
-	h := &Holder{cfg: cfg, indexer: inf.GetIndexer(), refused: map[types.UID]map[string]time.Time{},
+	h := &Holder{cfg: cfg, indexer: inf.GetIndexer(), refused: map[types.UID]map[string]refusal{},
 		inFlight: map[string]bool{}, unclaimed: map[string]time.Time{}, reported: map[string]bool{}, kick: make(chan struct{}, 1)}
 	cfg.View.SetPlaceholders(h.HeldGPUs)
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -215,13 +216,20 @@ func (h *Holder) Needs(pod *v1.Pod, node *v1.Node) int64 {
 	return capacity.ShapeOf(pod).Scalar[cfg.GPUResource]
 }
 
-func (h *Holder) refuse(pod *v1.Pod, nodeName string) {
+// refusal is why Slurm did not run a pod's placeholder on a node, and
+// until when the node is avoided for the pod.
+type refusal struct {
+	why   string
+	until time.Time
+}
+
+func (h *Holder) refuse(pod *v1.Pod, nodeName string, why error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.refused[pod.UID] == nil {
-		h.refused[pod.UID] = map[string]time.Time{}
+		h.refused[pod.UID] = map[string]refusal{}
 	}
-	h.refused[pod.UID][nodeName] = time.Now().Add(refusedFor)
+	h.refused[pod.UID][nodeName] = refusal{why: why.Error(), until: time.Now().Add(refusedFor)}
 }
 
 // Hold is a placeholder job that runs for a pod, and the GPU indices Slurm
@@ -239,7 +247,7 @@ func (h *Holder) Hold(ctx context.Context, pod *v1.Pod, node *v1.Node, gpus int6
 	start := time.Now()
 	fail := func(result string, err error) (*Hold, error) {
 		metrics.SlurmPlaceholderWait.WithLabelValues(result).Observe(time.Since(start).Seconds())
-		h.refuse(pod, node.Name)
+		h.refuse(pod, node.Name, err)
 		return nil, fmt.Errorf("%s: %w", ReasonRefused, err)
 	}
 	id, err := h.cfg.Jobs.SubmitPlaceholder(ctx, slurm.Placeholder{
@@ -359,15 +367,25 @@ func (h *Holder) release(id, why string) {
 // RefusedNodes are the nodes whose Slurm recently did not run the pod's
 // placeholder job, sorted.
 func (h *Holder) RefusedNodes(pod *v1.Pod) []string {
+	return slices.Sorted(maps.Keys(h.Refused(pod)))
+}
+
+// Refused maps the nodes whose Slurm recently did not run the pod's
+// placeholder job to why not (the error of the last attempt), so a
+// rejection names the cause even when the scheduler's Event for the
+// failed attempt is folded into a later one.
+func (h *Holder) Refused(pod *v1.Pod) map[string]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []string
+	var out map[string]string
 	now := time.Now()
-	for node, until := range h.refused[pod.UID] {
-		if now.Before(until) {
-			out = append(out, node)
+	for node, r := range h.refused[pod.UID] {
+		if now.Before(r.until) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[node] = r.why
 		}
 	}
-	slices.Sort(out)
 	return out
 }

@@ -175,6 +175,12 @@ func TestHoldTimesOut(t *testing.T) {
 	if got := f.h.RefusedNodes(pod); len(got) != 1 || got[0] != "gpu01" {
 		t.Errorf("refused nodes %v, want gpu01", f.h.RefusedNodes(pod))
 	}
+	// The refusal keeps its cause: the scheduler folds the failed
+	// attempt's Event into the next one of the pod (events.k8s.io series),
+	// so the next rejection must say why itself.
+	if why := f.h.Refused(pod)["gpu01"]; !strings.Contains(why, "still PENDING (reason Resources)") {
+		t.Errorf("refusal of gpu01 says %q, want the cause (still PENDING)", why)
+	}
 }
 
 // TestSweep: a job whose pod is gone is cancelled; a job its bound pod

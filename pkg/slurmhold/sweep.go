@@ -93,8 +93,8 @@ func (h *Holder) Sweep(ctx context.Context) error {
 		}
 	}
 	for uid, nodes := range h.refused {
-		for node, until := range nodes {
-			if now.After(until) {
+		for node, r := range nodes {
+			if now.After(r.until) {
 				delete(nodes, node)
 			}
 		}

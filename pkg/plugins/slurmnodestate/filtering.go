@@ -6,7 +6,6 @@ package slurmnodestate
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -24,9 +23,9 @@ const preFilterStateKey fwk.StateKey = "PreFilter" + Name
 type preFilterState struct {
 	slurm.Reading
 	gpus int64 // the pod's GPU request
-	// refused are the nodes whose Slurm recently did not run the pod's
-	// placeholder job.
-	refused []string
+	// refused maps the nodes whose Slurm recently did not run the pod's
+	// placeholder job to why not.
+	refused map[string]string
 }
 
 // Clone returns the state: it is not changed after PreFilter.
@@ -45,7 +44,7 @@ func (pl *SlurmNodeState) PreFilter(ctx context.Context, state fwk.CycleState, p
 	}
 	s := &preFilterState{Reading: r, gpus: capacity.ShapeOf(pod).Scalar[pl.view.Config().GPUResource]}
 	if s.gpus > 0 && pl.holder != nil {
-		s.refused = pl.holder.RefusedNodes(pod)
+		s.refused = pl.holder.Refused(pod)
 	}
 	state.Write(preFilterStateKey, s)
 	return nil, nil
@@ -96,9 +95,9 @@ func (pl *SlurmNodeState) Filter(ctx context.Context, state fwk.CycleState, pod 
 		klog.FromContext(ctx).V(5).Info("Node rejected by Slurm state", "pod", klog.KObj(pod), "node", node.Name, "slurmNode", name, "state", n.StateString(), "reason", n.Reason)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 	}
-	if slices.Contains(s.refused, node.Name) {
+	if why, ok := s.refused[node.Name]; ok {
 		pl.rejected.Add(pod)
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: Slurm did not run this pod's placeholder job on %s recently; trying other nodes", slurmhold.ReasonRefused, name))
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: Slurm did not run this pod's placeholder job on %s recently (%s); trying other nodes", slurmhold.ReasonRefused, name, why))
 	}
 	if s.gpus > 0 {
 		if held := pl.view.HeldGPUs(node, n); held > 0 {
