@@ -170,16 +170,16 @@ func (r *Report) check() error {
 				if (run.Throughput <= 0 && run.Duration <= 0) || run.Pods == 0 {
 					errs = append(errs, fmt.Errorf("%s under %s, repetition %d: no pods scheduled (throughput %.1f, duration %.1fs, %d pods)", row.Workload, v.Name, run.Rep, run.Throughput, run.Duration, run.Pods))
 				}
-				if row.Case == "ResearchClaim" && v.Name == "sluice" {
-					claims++
-					if run.Victims < 1 || run.Waves < 1 || run.ClaimSeconds <= 0 {
-						errs = append(errs, fmt.Errorf("%s, repetition %d: the claim did not complete (victims %.0f, waves %.0f, room free after %.1fs)", row.Workload, run.Rep, run.Victims, run.Waves, run.ClaimSeconds))
-					}
+				if row.Case != "ResearchClaim" {
+					continue
 				}
-				if row.Case == "ResearchClaim" && (v.Name == "sluice" || v.Name == "breakBeforeMake") {
-					if err := servingComplete(run.Serving); err != nil {
-						errs = append(errs, fmt.Errorf("%s under %s, repetition %d: %w", row.Workload, v.Name, run.Rep, err))
-					}
+				if v.Name == "sluice" {
+					claims++
+				}
+				if err := servingComplete(run.Serving); err != nil {
+					errs = append(errs, fmt.Errorf("%s under %s, repetition %d: %w", row.Workload, v.Name, run.Rep, err))
+				} else if a := run.Serving; v.Name == "sluice" && (a.Victims < 1 || a.Waves < 1) {
+					errs = append(errs, fmt.Errorf("%s, repetition %d: the claim did not complete (victims %d, waves %d, gang running after %.1fs)", row.Workload, run.Rep, a.Victims, a.Waves, a.ClaimSeconds))
 				}
 			}
 		}
@@ -241,13 +241,9 @@ type Run struct {
 	// Placement is how widely the gangs of each size were spread
 	// (FabricGangs only: the bench's sluice-placement.json).
 	Placement []benchfmt.GangSpread `json:"placement,omitempty"`
-	// Claim figures (ResearchClaim only).
-	ClaimSeconds float64 `json:"claimSeconds,omitempty"`
-	Victims      float64 `json:"victims,omitempty"`
-	Waves        float64 `json:"waves,omitempty"`
-	// Serving is what production kept serving while research claimed its
-	// GPUs and gave them back (ResearchClaim under sluice's
-	// configurations: the bench's sluice-availability.json).
+	// Serving is the claim and what production kept serving while
+	// research claimed its GPUs and gave them back (ResearchClaim: the
+	// bench's sluice-availability.json).
 	Serving *benchfmt.Availability `json:"serving,omitempty"`
 }
 
@@ -427,13 +423,6 @@ func load(dir string) (*Report, error) {
 			}
 		case "heap_memory_usage":
 			r.HeapP50MB, r.HeapMaxMB = it.Data["Perc50"], it.Data["Max"]
-		// Results before the metrics were renamed say research_claim.
-		case "sluice_claim_duration_seconds", "sluice_research_claim_duration_seconds":
-			r.ClaimSeconds = it.Data["Average"] / 1000 // scheduler_perf reports histograms in ms
-		case "sluice_claim_victims", "sluice_research_claim_victims":
-			r.Victims = it.Data["Average"] / 1000 // a count, scaled like a duration
-		case "sluice_claim_waves", "sluice_research_claim_waves":
-			r.Waves = it.Data["Average"] / 1000
 		}
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, benchfmt.UsageFile)); err == nil {
@@ -606,22 +595,6 @@ func (rep *Report) write(w io.Writer) {
 	}
 	rep.writePlugins(w)
 	rep.writePlacement(w)
-	claims := false
-	for _, row := range rep.Rows {
-		for _, v := range row.Variants {
-			for _, r := range v.Runs {
-				if r.ClaimSeconds > 0 || r.Victims > 0 {
-					if !claims {
-						fmt.Fprintln(w)
-						fmt.Fprintln(w, "| research claim | variant | rep | room free after s (claim) | victims | waves |")
-						fmt.Fprintln(w, "|---|---|---|---|---|---|")
-						claims = true
-					}
-					fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s |\n", row.Workload, v.Name, r.Rep, num(r.ClaimSeconds, 1), num(r.Victims, 0), num(r.Waves, 0))
-				}
-			}
-		}
-	}
 	rep.writeServing(w)
 	fmt.Fprintln(w, "\nEvery variant runs in a scheduler of its own (stock: kube-scheduler's default profile, no out-of-tree plugin registered; sluice: the shipped configuration; ceiling: no Filter or Score plugin), repetitions interleaved in rotated order. Heap is the harness's sampling of the test process (scheduler and kube-apiserver) during the measured phase.")
 }
@@ -645,10 +618,10 @@ func (rep *Report) writeServing(w io.Writer) {
 			}
 			if !header {
 				fmt.Fprintln(w)
-				fmt.Fprintln(w, "Production while research claims its GPUs (claim: first ResearchClaim to every gang pod Running; return: the gang's end to every replica serving again, none on the overflow node), and per Deployment the fewest Ready replicas and the replica-seconds below spec.replicas, counted at every pod event:")
+				fmt.Fprintln(w, "Production while research claims its GPUs (claim: the gang's first pod to every gang pod Running; return: the gang's end to every replica serving again, none on the overflow node; default: kube-scheduler's own preemption, gang-aware, with no overflow node), the production pods deleted during the claim, those without a node when the gang ran, the Deployments whose Ready replicas fell below what their PDB keeps, and per Deployment the fewest Ready replicas and the replica-seconds below spec.replicas, counted at every pod event:")
 				fmt.Fprintln(w)
-				fmt.Fprintln(w, "| research claim | variant | reps | remote start s | claim s | return s | Deployment | replicas | fewest Ready, claim | replica-s below, claim | fewest Ready, return | replica-s below, return |")
-				fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+				fmt.Fprintln(w, "| research claim | variant | reps | remote start s | claim s | return s | victims | waves | without a node | below PDB | Deployment | replicas | PDB keeps | fewest Ready, claim | replica-s below, claim | fewest Ready, return | replica-s below, return |")
+				fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 				header = true
 			}
 			of := func(f func(*benchfmt.Availability) float64) Stat {
@@ -672,13 +645,17 @@ func (rep *Report) writeServing(w io.Writer) {
 					}
 					return statOf(vs)
 				}
-				times := []string{"", "", ""}
+				times := make([]string, 7)
 				if i == 0 {
 					times = []string{of(func(a *benchfmt.Availability) float64 { return a.RemoteStartSeconds }).format(0),
 						of(func(a *benchfmt.Availability) float64 { return a.ClaimSeconds }).format(1),
-						of(func(a *benchfmt.Availability) float64 { return a.ReturnSeconds }).format(1)}
+						of(func(a *benchfmt.Availability) float64 { return a.ReturnSeconds }).format(1),
+						of(func(a *benchfmt.Availability) float64 { return float64(a.Victims) }).format(0),
+						of(func(a *benchfmt.Availability) float64 { return float64(a.Waves) }).format(0),
+						of(func(a *benchfmt.Availability) float64 { return float64(a.Unplaced) }).format(0),
+						of(func(a *benchfmt.Availability) float64 { return float64(a.BelowPDB) }).format(0)}
 				}
-				fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n", row.Workload, v.Name, len(served), times[0], times[1], times[2], d.Name, d.Claim.Replicas,
+				fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s | %s | %s | %s |\n", row.Workload, v.Name, len(served), times[0], times[1], times[2], times[3], times[4], times[5], times[6], d.Name, d.Claim.Replicas, d.PDBHealthy,
 					dep(func(e benchfmt.DeploymentAvailability) float64 { return float64(e.Claim.MinReady) }).format(0),
 					dep(func(e benchfmt.DeploymentAvailability) float64 { return e.Claim.BelowSeconds }).format(1),
 					dep(func(e benchfmt.DeploymentAvailability) float64 { return float64(e.Return.MinReady) }).format(0),
@@ -759,11 +736,4 @@ func (rep *Report) writePlugins(w io.Writer) {
 			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.Case, row.Workload, k, st.format(3))
 		}
 	}
-}
-
-func num(v float64, prec int) string {
-	if v == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.*f", prec, v)
 }

@@ -76,11 +76,21 @@ type Availability struct {
 	// RemoteStartSeconds is how long the provider took to start a
 	// workload.
 	RemoteStartSeconds float64 `json:"remoteStartSeconds"`
-	// ClaimSeconds runs from the first ResearchClaim to every gang pod
+	// ClaimSeconds runs from the gang's first pod to every gang pod
 	// Running; ReturnSeconds from the gang's end to every replica serving
 	// again with none left on the overflow node.
 	ClaimSeconds  float64 `json:"claimSeconds"`
 	ReturnSeconds float64 `json:"returnSeconds"`
+	// Victims are the production pods deleted (evicted or preempted)
+	// during the claim; Unplaced those without a node when the whole gang
+	// ran; BelowPDB the Deployments whose Ready replicas fell below what
+	// their PodDisruptionBudget keeps during the claim.
+	Victims  int `json:"victims"`
+	Unplaced int `json:"unplaced"`
+	BelowPDB int `json:"belowPDB"`
+	// Waves is the most eviction waves a ResearchClaim reached (its
+	// status.rounds; 0 without one).
+	Waves int `json:"waves"`
 	// Deployments are each Deployment's figures during both.
 	Deployments []DeploymentAvailability `json:"deployments"`
 }
@@ -91,4 +101,7 @@ type DeploymentAvailability struct {
 	Name   string               `json:"name"`
 	Claim  availability.Figures `json:"claim"`
 	Return availability.Figures `json:"return"`
+	// PDBHealthy is the fewest Ready replicas its PodDisruptionBudget
+	// keeps (0: no budget).
+	PDBHealthy int `json:"pdbHealthy,omitempty"`
 }

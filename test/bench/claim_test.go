@@ -16,7 +16,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -28,6 +30,7 @@ import (
 	"github.com/sluice-sched/sluice/internal/availability"
 	"github.com/sluice-sched/sluice/internal/benchfmt"
 	"github.com/sluice-sched/sluice/internal/localcluster"
+	claimsv1alpha1 "github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/claims"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
@@ -47,28 +50,36 @@ const (
 type claimState int
 
 const (
-	claimIdle      claimState = iota // production runs, no claim yet
-	claimClaiming                    // a ResearchClaim exists, the gang is not all Running
+	claimIdle      claimState = iota // production runs, no gang pod yet
+	claimClaiming                    // the gang has pods, not all Running
 	claimClaimed                     // the gang runs
 	claimReturning                   // the gang ended; production is not all back
 	claimReturned                    // every replica serves on a physical node again
 )
 
 // claimRun follows one ResearchClaim workload: the overflow node it
-// starts, and, at every pod, Deployment and claim event, each
-// Deployment's serving replicas, the claim (from the first ResearchClaim
-// to every gang pod Running) and the return (from the gang's end until
-// every replica serves again and none is left on the overflow node).
+// starts (sluice's configurations), and, at every pod, Deployment and
+// claim event, each Deployment's serving replicas, the claim (from the
+// gang's first pod to every gang pod Running), the production pods it
+// deleted and left without a node, and the return (from the gang's end
+// until every replica serves again and none is left on the overflow node).
 type claimRun struct {
 	tracker     *availability.Tracker
 	remoteStart time.Duration
 	gangPods    int
+	// overflow: the configuration has an overflow node to move production
+	// to (sluice's; the stock baseline has none).
+	overflow bool
 
 	mu         sync.Mutex
 	state      claimState
 	running    map[string]bool // research pods Running
 	research   map[string]bool // research pods not being deleted
 	onOverflow map[string]bool // production pods bound to the overflow node, not being deleted
+	unbound    map[string]bool // production pods without a node, not being deleted
+	victims    map[string]bool // production pods deleted during the claim
+	unplaced   int             // len(unbound) when the whole gang ran
+	waves      int             // the most eviction waves a ResearchClaim reached
 	claims     int
 	times      [claimReturned + 1]time.Time // when each state was entered
 }
@@ -79,8 +90,8 @@ const overflowNodeName = overflownode.DefaultNodeName
 // startClaimRun starts following the workload of tCtx; its informers stop
 // with tCtx.
 func startClaimRun(tCtx ktesting.TContext, wi workloadInfo) (*claimRun, error) {
-	r := &claimRun{tracker: availability.New(nil), remoteStart: wi.RemoteStart, gangPods: wi.GangPods,
-		running: map[string]bool{}, research: map[string]bool{}, onOverflow: map[string]bool{}}
+	r := &claimRun{tracker: availability.New(nil), remoteStart: wi.RemoteStart, gangPods: wi.GangPods, overflow: wi.Config != configStock,
+		running: map[string]bool{}, research: map[string]bool{}, onOverflow: map[string]bool{}, unbound: map[string]bool{}, victims: map[string]bool{}}
 	factory := informers.NewSharedInformerFactory(tCtx.Client(), 0)
 	pods := factory.Core().V1().Pods().Informer()
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -103,8 +114,9 @@ func startClaimRun(tCtx ktesting.TContext, wi workloadInfo) (*claimRun, error) {
 	}
 	store := claims.NewStore(tCtx, dyn, tCtx.Client().Discovery())
 	store.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { r.claim(+1) },
-		DeleteFunc: func(any) { r.claim(-1) },
+		AddFunc:    func(o any) { r.claim(o, +1) },
+		UpdateFunc: func(_, o any) { r.claim(o, 0) },
+		DeleteFunc: func(o any) { r.claim(o, -1) },
 	})
 	factory.Start(tCtx.Done())
 	if !cache.WaitForCacheSync(tCtx.Done(), pods.HasSynced, deployments.HasSynced) {
@@ -137,6 +149,10 @@ func (r *claimRun) pod(obj any, gone bool) {
 		r.tracker.Observe(p.Labels["app"], key, !gone && availability.Serving(p))
 		r.mu.Lock()
 		setIf(r.onOverflow, key, live && p.Spec.NodeName == overflowNodeName)
+		setIf(r.unbound, key, live && p.Spec.NodeName == "")
+		if !live && r.state == claimClaiming {
+			r.victims[key] = true
+		}
 		r.mu.Unlock()
 	case researchNS:
 		r.mu.Lock()
@@ -149,9 +165,17 @@ func (r *claimRun) pod(obj any, gone bool) {
 	r.step()
 }
 
-func (r *claimRun) claim(delta int) {
+// claim counts the claims and keeps the most eviction waves (the
+// claim's status.rounds) one reached.
+func (r *claimRun) claim(obj any, delta int) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
 	r.mu.Lock()
 	r.claims += delta
+	if c, ok := obj.(*claimsv1alpha1.ResearchClaim); ok {
+		r.waves = max(r.waves, int(c.Status.Rounds))
+	}
 	r.mu.Unlock()
 	r.step()
 }
@@ -166,11 +190,12 @@ func (r *claimRun) step() {
 	}
 	switch r.state {
 	case claimIdle:
-		if r.claims > 0 {
+		if len(r.research) > 0 {
 			enter(claimClaiming, "claim")
 		}
 	case claimClaiming:
 		if len(r.running) >= r.gangPods {
+			r.unplaced = len(r.unbound)
 			enter(claimClaimed, "")
 		}
 	case claimClaimed:
@@ -258,12 +283,44 @@ func (r *claimRun) finish(tCtx ktesting.TContext, workload string) (benchfmt.Ava
 	}
 	a := benchfmt.Availability{Workload: workload, RemoteStartSeconds: r.remoteStart.Seconds(),
 		ClaimSeconds:  r.times[claimClaimed].Sub(r.times[claimClaiming]).Seconds(),
-		ReturnSeconds: r.times[claimReturned].Sub(r.times[claimReturning]).Seconds()}
+		ReturnSeconds: r.times[claimReturned].Sub(r.times[claimReturning]).Seconds(),
+		Victims:       len(r.victims), Unplaced: r.unplaced, Waves: r.waves}
+	pdbs, err := tCtx.Client().PolicyV1().PodDisruptionBudgets(productionNS).List(tCtx, metav1.ListOptions{})
+	if err != nil {
+		return benchfmt.Availability{}, err
+	}
 	claim, back := r.tracker.Phase("claim"), r.tracker.Phase("return")
 	for _, w := range r.tracker.Workloads() {
-		a.Deployments = append(a.Deployments, benchfmt.DeploymentAvailability{Name: w, Claim: claim[w], Return: back[w]})
+		d := benchfmt.DeploymentAvailability{Name: w, Claim: claim[w], Return: back[w]}
+		if d.PDBHealthy, err = pdbHealthy(pdbs.Items, w, d.Claim.Replicas); err != nil {
+			return benchfmt.Availability{}, err
+		}
+		if d.Claim.MinReady < d.PDBHealthy {
+			a.BelowPDB++
+		}
+		a.Deployments = append(a.Deployments, d)
 	}
 	return a, nil
+}
+
+// pdbHealthy is the fewest Ready replicas of workload w (its pods' app
+// label, which is also its budget's name) that its PodDisruptionBudget
+// keeps with replicas wanted, as the disruption controller counts it; 0
+// without a budget.
+func pdbHealthy(pdbs []policyv1.PodDisruptionBudget, w string, replicas int) (int, error) {
+	for _, pdb := range pdbs {
+		if pdb.Name != w {
+			continue
+		}
+		switch {
+		case pdb.Spec.MinAvailable != nil:
+			return intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, replicas, true)
+		case pdb.Spec.MaxUnavailable != nil:
+			n, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, replicas, true)
+			return max(replicas-n, 0), err
+		}
+	}
+	return 0, nil
 }
 
 // startClaimCase, for the ResearchClaim case only, follows the workload
@@ -291,7 +348,8 @@ type pendingClaim struct {
 var claimRuns sync.Map
 
 // nodesReady runs after each createNodes of a ResearchClaim workload,
-// once production is Ready: it starts the overflow node, and at the end
+// once production is Ready: it starts the overflow node (sluice's
+// configurations; the stock baseline has none), and at the end
 // of the workload (a cleanup registered now runs before the node stops)
 // waits for the return and records the figures.
 func nodesReady(tCtx ktesting.TContext) error {
@@ -304,8 +362,10 @@ func nodesReady(tCtx ktesting.TContext) error {
 		return nil
 	}
 	pc.started = true
-	if err := pc.run.startOverflowNode(tCtx); err != nil {
-		return err
+	if pc.run.overflow {
+		if err := pc.run.startOverflowNode(tCtx); err != nil {
+			return err
+		}
 	}
 	tCtx.Cleanup(func() {
 		defer claimRuns.Delete(tCtx.Name())

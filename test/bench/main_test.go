@@ -219,6 +219,8 @@ type workloadInfo struct {
 	// RemoteStart is how long the overflow node's provider takes to start
 	// a workload (parameter remoteStartSeconds: ResearchClaim only).
 	RemoteStart time.Duration
+	// Config is the configuration it runs under.
+	Config string
 }
 
 // Parameters the bench reads and takes out of a workload before
@@ -281,7 +283,7 @@ func writeWorkloads(in, out string, factor float64, reps int) (map[string]worklo
 				return nil, fmt.Errorf("%s: %v/%v: %w", in, c["name"], wl["name"], err)
 			}
 			gang, _ := params["gangPods"].(float64)
-			wi := workloadInfo{Pods: podsOf(params), GangPods: int(gang)}
+			wi := workloadInfo{Pods: podsOf(params), GangPods: int(gang), Config: cfg}
 			if v, ok := params[remoteStartParam]; ok {
 				secs, ok := v.(float64)
 				if !ok || secs < 0 {
