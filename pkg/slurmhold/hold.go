@@ -28,6 +28,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -229,7 +230,23 @@ func (h *Holder) refuse(pod *v1.Pod, nodeName string, why error) {
 	if h.refused[pod.UID] == nil {
 		h.refused[pod.UID] = map[string]refusal{}
 	}
-	h.refused[pod.UID][nodeName] = refusal{why: why.Error(), until: time.Now().Add(refusedFor)}
+	h.refused[pod.UID][nodeName] = refusal{why: truncate(why.Error(), maxRefusalCause), until: time.Now().Add(refusedFor)}
+}
+
+// maxRefusalCause bounds the cause a rejection repeats per node (sbatch's
+// stderr or slurmrestd's error list can be long).
+const maxRefusalCause = 256
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Hold is a placeholder job that runs for a pod, and the GPU indices Slurm

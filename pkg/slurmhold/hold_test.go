@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -228,5 +229,18 @@ func TestSweep(t *testing.T) {
 	}
 	if len(got) != 1 || !strings.Contains(got[0], ReasonLost) || !strings.Contains(got[0], "Slurm job 9") {
 		t.Errorf("events %q, want one %s for job 9", got, ReasonLost)
+	}
+}
+
+// TestRefusalCauseBounded: a long cause (sbatch's whole stderr) is cut, on
+// a rune boundary, before a rejection repeats it for every refused node.
+func TestRefusalCauseBounded(t *testing.T) {
+	long := strings.Repeat("é", maxRefusalCause)
+	got := truncate(long, maxRefusalCause)
+	if len(got) > maxRefusalCause+len("...") || !strings.HasSuffix(got, "...") || !utf8.ValidString(got) {
+		t.Errorf("truncate kept %d bytes (valid UTF-8: %v), want at most %d and a marked cut", len(got), utf8.ValidString(got), maxRefusalCause+3)
+	}
+	if short := "connection refused"; truncate(short, maxRefusalCause) != short {
+		t.Errorf("truncate changed a short cause")
 	}
 }

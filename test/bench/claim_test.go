@@ -275,20 +275,21 @@ func (r *claimRun) finish(tCtx ktesting.TContext, workload string) (benchfmt.Ava
 		defer r.mu.Unlock()
 		return r.state == claimReturned, nil
 	})
+	// The budgets, read before the lock: informer callbacks take it.
+	pdbs, listErr := tCtx.Client().PolicyV1().PodDisruptionBudgets(productionNS).List(tCtx, metav1.ListOptions{})
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
 		return benchfmt.Availability{}, fmt.Errorf("production did not return: state %d, %d research pods, %d production pods on %s, %d claims: %w",
 			r.state, len(r.research), len(r.onOverflow), overflowNodeName, r.claims, err)
 	}
+	if listErr != nil {
+		return benchfmt.Availability{}, listErr
+	}
 	a := benchfmt.Availability{Workload: workload, RemoteStartSeconds: r.remoteStart.Seconds(),
 		ClaimSeconds:  r.times[claimClaimed].Sub(r.times[claimClaiming]).Seconds(),
 		ReturnSeconds: r.times[claimReturned].Sub(r.times[claimReturning]).Seconds(),
 		Victims:       len(r.victims), Unplaced: r.unplaced, Waves: r.waves}
-	pdbs, err := tCtx.Client().PolicyV1().PodDisruptionBudgets(productionNS).List(tCtx, metav1.ListOptions{})
-	if err != nil {
-		return benchfmt.Availability{}, err
-	}
 	claim, back := r.tracker.Phase("claim"), r.tracker.Phase("return")
 	for _, w := range r.tracker.Workloads() {
 		d := benchfmt.DeploymentAvailability{Name: w, Claim: claim[w], Return: back[w]}
