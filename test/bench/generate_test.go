@@ -148,13 +148,18 @@ func TestWriteWorkloads(t *testing.T) {
 			t.Errorf("ResearchClaim under %s: %+v (found %v), want a remote start delay", cfg, wi, ok)
 		}
 	}
+	// The upstream baseline of ResearchClaim runs the stock configuration,
+	// with no overflow node to start.
+	if wi, ok := info["ResearchClaim.r1.stock/smoke_default"]; !ok || wi.Config != configStock || wi.RemoteStart != 0 {
+		t.Errorf("ResearchClaim's baseline: %+v (found %v), want the stock configuration and no remote start", wi, ok)
+	}
 	// Sizes of full-size workloads halve; smoke sizes stay.
 	for _, c := range expanded {
 		for _, w := range c.Workloads {
 			if c.Name == "SchedulingBasic.r1.stock" && w.Name == "5000Nodes_10000Pods_default" && w.Params["initNodes"] != 2500.0 {
 				t.Errorf("%s/%s: initNodes %v, want 2500 at -sluice-scale=0.5", c.Name, w.Name, w.Params["initNodes"])
 			}
-			if w.Name == "smoke_default" && w.Params["initNodes"] != 10.0 {
+			if strings.HasPrefix(c.Name, "SchedulingBasic.") && w.Name == "smoke_default" && w.Params["initNodes"] != 10.0 {
 				t.Errorf("%s/%s: initNodes %v, want the smoke size 10 unscaled", c.Name, w.Name, w.Params["initNodes"])
 			}
 		}
