@@ -618,7 +618,7 @@ func (rep *Report) writeServing(w io.Writer) {
 			}
 			if !header {
 				fmt.Fprintln(w)
-				fmt.Fprintln(w, "Production while research claims its GPUs (claim: the gang's first pod to every gang pod Running; return: the gang's end to every replica serving again, none on the overflow node; default: kube-scheduler's own preemption, gang-aware, with no overflow node), the production pods deleted during the claim, those without a node when the gang ran, the Deployments whose Ready replicas fell below what their PDB keeps, and per Deployment the fewest Ready replicas and the replica-seconds below spec.replicas, counted at every pod event:")
+				fmt.Fprintln(w, "Production while research claims its GPUs (claim: the gang's first pod to every gang pod bound; return: the gang's end to every replica serving again, none on the overflow node; default: kube-scheduler's own preemption, gang-aware, with no overflow node), the production pods deleted during the claim, those without a node when the gang ran, the Deployments whose Ready replicas fell below what their PDB keeps, and per Deployment the fewest Ready replicas and the replica-seconds below spec.replicas, counted at every pod event:")
 				fmt.Fprintln(w)
 				fmt.Fprintln(w, "| research claim | variant | reps | remote start s | claim s | return s | victims | waves | without a node | below PDB | Deployment | replicas | PDB keeps | fewest Ready, claim | replica-s below, claim | fewest Ready, return | replica-s below, return |")
 				fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")

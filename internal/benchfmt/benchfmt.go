@@ -76,9 +76,10 @@ type Availability struct {
 	// RemoteStartSeconds is how long the provider took to start a
 	// workload.
 	RemoteStartSeconds float64 `json:"remoteStartSeconds"`
-	// ClaimSeconds runs from the gang's first pod to every gang pod
-	// Running; ReturnSeconds from the gang's end to every replica serving
-	// again with none left on the overflow node.
+	// ClaimSeconds runs from the gang's first pod to every gang pod bound
+	// (scheduler_perf may delete the gang before every pod reports
+	// Running); ReturnSeconds from the gang's end to every replica
+	// serving again with none left on the overflow node.
 	ClaimSeconds  float64 `json:"claimSeconds"`
 	ReturnSeconds float64 `json:"returnSeconds"`
 	// Victims are the production pods deleted (evicted or preempted)

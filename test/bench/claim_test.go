@@ -51,8 +51,8 @@ type claimState int
 
 const (
 	claimIdle      claimState = iota // production runs, no gang pod yet
-	claimClaiming                    // the gang has pods, not all Running
-	claimClaimed                     // the gang runs
+	claimClaiming                    // the gang has pods, not all bound
+	claimClaimed                     // the whole gang is bound
 	claimReturning                   // the gang ended; production is not all back
 	claimReturned                    // every replica serves on a physical node again
 )
@@ -60,7 +60,7 @@ const (
 // claimRun follows one ResearchClaim workload: the overflow node it
 // starts (sluice's configurations), and, at every pod, Deployment and
 // claim event, each Deployment's serving replicas, the claim (from the
-// gang's first pod to every gang pod Running), the production pods it
+// gang's first pod to every gang pod bound), the production pods it
 // deleted and left without a node, and the return (from the gang's end
 // until every replica serves again and none is left on the overflow node).
 type claimRun struct {
@@ -73,7 +73,7 @@ type claimRun struct {
 
 	mu         sync.Mutex
 	state      claimState
-	running    map[string]bool // research pods Running
+	bound      map[string]bool // research pods bound to a node, not being deleted
 	research   map[string]bool // research pods not being deleted
 	onOverflow map[string]bool // production pods bound to the overflow node, not being deleted
 	unbound    map[string]bool // production pods without a node, not being deleted
@@ -91,7 +91,7 @@ const overflowNodeName = overflownode.DefaultNodeName
 // with tCtx.
 func startClaimRun(tCtx ktesting.TContext, wi workloadInfo) (*claimRun, error) {
 	r := &claimRun{tracker: availability.New(nil), remoteStart: wi.RemoteStart, gangPods: wi.GangPods, overflow: wi.Config != configStock,
-		running: map[string]bool{}, research: map[string]bool{}, onOverflow: map[string]bool{}, unbound: map[string]bool{}, victims: map[string]bool{}}
+		bound: map[string]bool{}, research: map[string]bool{}, onOverflow: map[string]bool{}, unbound: map[string]bool{}, victims: map[string]bool{}}
 	factory := informers.NewSharedInformerFactory(tCtx.Client(), 0)
 	pods := factory.Core().V1().Pods().Informer()
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -157,7 +157,7 @@ func (r *claimRun) pod(obj any, gone bool) {
 	case researchNS:
 		r.mu.Lock()
 		setIf(r.research, key, live)
-		setIf(r.running, key, live && p.Status.Phase == v1.PodRunning)
+		setIf(r.bound, key, live && p.Spec.NodeName != "")
 		r.mu.Unlock()
 	default:
 		return
@@ -194,7 +194,7 @@ func (r *claimRun) step() {
 			enter(claimClaiming, "claim")
 		}
 	case claimClaiming:
-		if len(r.running) >= r.gangPods {
+		if len(r.bound) >= r.gangPods {
 			r.unplaced = len(r.unbound)
 			enter(claimClaimed, "")
 		}
