@@ -24,12 +24,28 @@ import (
 var allToggles = []string{"--set", "overflowNode.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true"}
 
 // TestHelmChartLint runs `helm lint --strict` on the chart with its
-// defaults, with every part on, and with renamed PriorityClasses and the
-// native gates on.
+// defaults, with every part on, with renamed PriorityClasses and the
+// native gates on, and with the overflow node alone (no scheduler object
+// rendered).
 func TestHelmChartLint(t *testing.T) {
 	for _, set := range [][]string{nil, allToggles,
 		{"--set", "priorityClasses.prefix=acme-,priorityClasses.create=false,scheduler.nativeWorkloadAPI=true,scheduler.priorityClassName=system-cluster-critical"}} {
 		harness.Helm(t, append([]string{"lint", "--strict", "charts/sluice"}, set...)...)
+	}
+	// The overflow node alone: none of the scheduler's objects.
+	onlyNode := []string{"--set", "scheduler.enabled=false,overflowNode.enabled=true"}
+	harness.Helm(t, append([]string{"lint", "--strict", "charts/sluice"}, onlyNode...)...)
+	var kinds []string
+	for _, o := range harness.DecodeYAML(t, harness.Helm(t, append([]string{"template", "sluice", "charts/sluice", "-n", "sluice-system"}, onlyNode...)...)) {
+		if strings.HasPrefix(o.GetName(), "sluice-scheduler") {
+			t.Errorf("scheduler.enabled=false renders %s %s", o.GetKind(), o.GetName())
+		}
+		if strings.HasPrefix(o.GetName(), "sluice-overflow-node") {
+			kinds = append(kinds, o.GetKind())
+		}
+	}
+	if !slices.Contains(kinds, "Deployment") {
+		t.Errorf("scheduler.enabled=false, overflowNode.enabled=true renders the overflow node's %v, want its Deployment", kinds)
 	}
 }
 
