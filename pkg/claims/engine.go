@@ -95,11 +95,6 @@ func observeDone(c *v1alpha1.ResearchClaim, now time.Time) {
 // (its timeouts).
 const resyncPeriod = time.Second
 
-// evictWorkers is how many budgets' evictions of one pass are in flight at
-// once (the scheduler's client limits, clientConnection qps and burst,
-// still pace them).
-const evictWorkers = 16
-
 // ownerIndex indexes pods by their controller's UID.
 const ownerIndex = "sluice.dev/controller-uid"
 
@@ -538,23 +533,8 @@ func (e *Engine) podsOn(node string) []*v1.Pod {
 // records each eviction in c's status and returns how many.
 func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state, now time.Time) int {
 	logger := klog.FromContext(ctx)
-	// First what the budgets allow (in victim order), then the evictions,
-	// budgets in parallel: each is an API call that takes a budget's status
-	// through etcd, a quarter to over half a second on a loaded control
-	// plane, so one at a time capped a claim at a few victims a second
-	// however many budgets it spent.
-	type move struct {
-		v      v1alpha1.Victim
-		pod    *v1.Pod
-		budget overflow.Budget
-		cold   string
-		// tried: its eviction answered ok or err (none does once ctx
-		// ends).
-		tried, ok bool
-		err       error
-	}
-	var moves []move
 	taken := map[string]int{}
+	evicted := 0
 	// Whether each target node warms, read once a pass (thousands of
 	// victims share a few overflow nodes).
 	warms := map[string]bool{}
@@ -587,57 +567,27 @@ func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state,
 				continue
 			}
 		}
-		taken[budget.Name]++
-		moves = append(moves, move{v: v, pod: pod, budget: budget, cold: cold})
-	}
-	// One budget's evictions one after another (two at once would
-	// conflict on its PDB's status, which the Eviction API retries only
-	// after half a second), different budgets at once.
-	var groups [][]int
-	group := map[string]int{}
-	for i, m := range moves {
-		g, ok := group[m.budget.Name]
-		if !ok {
-			g = len(groups)
-			group[m.budget.Name] = g
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], i)
-	}
-	note := fmt.Sprintf("moving to an overflow node so %s gets %s (%s)", c.Spec.Key, c.Spec.Domain, c.Spec.Note)
-	workqueue.ParallelizeUntil(ctx, min(evictWorkers, len(groups)), len(groups), func(g int) {
-		for _, i := range groups[g] {
-			if ctx.Err() != nil {
-				return
-			}
-			m := &moves[i]
-			m.ok, m.err = e.cfg.Waves.Move(ctx, m.pod, m.budget, now, note)
-			m.tried = true
-		}
-	})
-	evicted := 0
-	for _, m := range moves {
+		note := fmt.Sprintf("moving to an overflow node so %s gets %s (%s)", c.Spec.Key, c.Spec.Domain, c.Spec.Note)
+		ok, err := e.cfg.Waves.Move(ctx, pod, budget, now, note)
 		switch {
-		case !m.tried:
-			st.blocked.add("evictions not tried: the claim engine is stopping", m.v)
-		case m.err != nil && apierrors.IsNotFound(m.err):
+		case err != nil && apierrors.IsNotFound(err):
 			// Gone meanwhile: nothing to move.
-			c.Status.Replaced = append(c.Status.Replaced, m.v.UID)
-		case m.err != nil:
-			logger.V(2).Info("Eviction failed", "claim", c.Spec.Key, "pod", klog.KObj(m.pod), "err", m.err)
-			err := m.err
+			c.Status.Replaced = append(c.Status.Replaced, v.UID)
+		case err != nil:
+			logger.V(2).Info("Eviction failed", "claim", c.Spec.Key, "pod", klog.KObj(pod), "err", err)
 			if inner := errors.Unwrap(err); inner != nil {
 				err = inner
 			}
-			st.blocked.add("evictions failing: "+err.Error(), m.v)
-		case !m.ok:
+			st.blocked.add("evictions failing: "+err.Error(), v)
+		case !ok:
 			// 429: the apiserver's view of the budget allows nothing.
-			st.blocked.add("the Eviction API refuses (429) under "+budgetName(m.budget), m.v)
+			st.blocked.add("the Eviction API refuses (429) under "+budgetName(budget), v)
 		default:
+			taken[budget.Name]++
 			evicted++
-			c.Status.Evicted = append(c.Status.Evicted, v1alpha1.Eviction{UID: m.v.UID, Time: metav1.NewTime(now)})
-			if m.cold != "" && e.cfg.Recorder != nil {
-				e.cfg.Recorder.Eventf(m.pod, nil, v1.EventTypeWarning, ReasonMovedCold, "Preempting", "evicted without a warm instance on %s: %s", m.v.Target.Node, m.cold)
+			c.Status.Evicted = append(c.Status.Evicted, v1alpha1.Eviction{UID: v.UID, Time: metav1.NewTime(now)})
+			if cold != "" && e.cfg.Recorder != nil {
+				e.cfg.Recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonMovedCold, "Preempting", "evicted without a warm instance on %s: %s", v.Target.Node, cold)
 			}
 		}
 	}

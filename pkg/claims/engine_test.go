@@ -6,7 +6,6 @@ package claims
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,9 +26,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 	testingclock "k8s.io/utils/clock/testing"
@@ -296,12 +293,10 @@ func (r *rig) get(key string) (*v1alpha1.ResearchClaim, bool) {
 	return r.store.Get(ns, name)
 }
 
-// evicted are the pods evicted so far, sorted: the evictions of one pass
-// run at once.
 func (r *rig) evicted() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Sorted(slices.Values(r.evictions))
+	return append([]string(nil), r.evictions...)
 }
 
 func (r *rig) deleted() []string {
@@ -479,89 +474,6 @@ func TestDefaultBudgetPaces(t *testing.T) {
 	if got := len(r.evicted()); got != 3 {
 		t.Fatalf("%d evicted after a replacement landed on the claimed node, want 3", got)
 	}
-}
-
-// TestBudgetsEvictAtOnce: the evictions one pass allows run under
-// different budgets at once (each is an API call that can take half a
-// second on a loaded control plane; one at a time capped a claim at a few
-// victims a second), and under one budget one after another (two at once
-// conflict on its PDB's status). Each eviction waits, up to 10 s, for one
-// under the other budget to be in flight.
-func TestBudgetsEvictAtOnce(t *testing.T) {
-	r := newRig(t)
-	// Two ReplicaSets of 8 without a PDB: the default budget (25%) allows
-	// 2 of each.
-	key := r.claim(r.claimant("train"), append(r.rs("a", 8, "n0", 1), r.rs("b", 8, "n1", 1)...))
-	var mu sync.Mutex
-	inFlight := map[string]int{}
-	sameBudget := 0
-	overlapped := make(chan struct{})
-	// The fake clientset answers one call at a time: the wait is in front
-	// of it.
-	r.engine.cfg.Waves = overflow.NewWaves(evictHook{Interface: r.client, hook: func(pod string) {
-		rs, _, _ := strings.Cut(pod, "-")
-		mu.Lock()
-		inFlight[rs]++
-		if inFlight[rs] > 1 {
-			sameBudget++
-		}
-		if inFlight["a"] > 0 && inFlight["b"] > 0 {
-			select {
-			case <-overlapped:
-			default:
-				close(overlapped)
-			}
-		}
-		mu.Unlock()
-		select {
-		case <-overlapped:
-		case <-time.After(10 * time.Second):
-		}
-		mu.Lock()
-		inFlight[rs]--
-		mu.Unlock()
-	}}, r.recorder, overflow.MovePreemption)
-	r.sync(key, 0)
-	if diff := cmp.Diff([]string{"a-0", "a-1", "b-0", "b-1"}, r.evicted()); diff != "" {
-		t.Fatalf("evicted in the first pass (-want,+got):\n%s", diff)
-	}
-	select {
-	case <-overlapped:
-	default:
-		t.Error("the two budgets' evictions ran one after another")
-	}
-	if sameBudget > 0 {
-		t.Errorf("%d evictions started while another of the same budget was in flight", sameBudget)
-	}
-}
-
-// evictHook calls hook with the pod's name before each eviction.
-type evictHook struct {
-	kubernetes.Interface
-	hook func(pod string)
-}
-
-func (c evictHook) CoreV1() corev1client.CoreV1Interface {
-	return evictHookCore{CoreV1Interface: c.Interface.CoreV1(), hook: c.hook}
-}
-
-type evictHookCore struct {
-	corev1client.CoreV1Interface
-	hook func(pod string)
-}
-
-func (c evictHookCore) Pods(namespace string) corev1client.PodInterface {
-	return evictHookPods{PodInterface: c.CoreV1Interface.Pods(namespace), hook: c.hook}
-}
-
-type evictHookPods struct {
-	corev1client.PodInterface
-	hook func(pod string)
-}
-
-func (p evictHookPods) EvictV1(ctx context.Context, e *policyv1.Eviction) error {
-	p.hook(e.Name)
-	return p.PodInterface.EvictV1(ctx, e)
 }
 
 // TestOwnReplacementsOnly: a crash-looping replica of the same ReplicaSet
