@@ -152,17 +152,24 @@ BENCH_SCALE ?= 1
 BENCH_REPS ?= 3
 BENCH_CASES ?= .*
 BENCH_TIMEOUT ?= 300m
+# BENCH_PROFILE=1: a CPU profile of every workload's run (scheduler_perf's
+# -perf-cpuprofile, in BENCH_DIR), and beside each the functions of sluice's
+# plugins and of the scheduling framework that took the most CPU (*.top).
+BENCH_PROFILE ?=
 bench: $(BIN)/etcd build tools
 	@rm -rf $(BENCH_DIR) && mkdir -p $(BENCH_DIR)
-	$(GO) test -c -o $(BENCH_DIR)/bench.test ./test/bench
+	$(GO) test -c -ldflags "-X github.com/sluice-sched/sluice/test/bench.builtFrom=$$(git describe --always --dirty --abbrev=12)" -o $(BENCH_DIR)/bench.test ./test/bench
 	@echo "bench: label $(BENCH_LABEL), scale $(BENCH_SCALE), $(BENCH_REPS) repetitions; scheduler_perf's output in $(BENCH_DIR)/bench.log"
 	@cd test/bench && PATH="$(abspath $(BIN)):$$PATH" SLUICE_BENCH_DIR="$(abspath $(BENCH_DIR))" \
 		"$(abspath $(BENCH_DIR))/bench.test" -test.run '^$$' -test.bench 'BenchmarkPerfScheduling/^($(BENCH_CASES))\.r[0-9]+\.' -test.benchtime=1x -test.timeout $(BENCH_TIMEOUT) \
 		-perf-scheduling-label-filter=$(BENCH_LABEL) -data-items-dir="$(abspath $(BENCH_DIR))" \
-		-sluice-scale=$(BENCH_SCALE) -sluice-reps=$(BENCH_REPS) 2>&1 >>"$(abspath $(BENCH_DIR))/bench.log" \
+		-sluice-scale=$(BENCH_SCALE) -sluice-reps=$(BENCH_REPS) $(if $(BENCH_PROFILE),-perf-cpuprofile) 2>&1 >>"$(abspath $(BENCH_DIR))/bench.log" \
 		| tee -a "$(abspath $(BENCH_DIR))/bench.log" | grep --line-buffered '^bench: ' \
 		|| { tail -n 60 "$(abspath $(BENCH_DIR))/bench.log"; echo "bench failed: $(BENCH_DIR)/bench.log"; exit 1; }
 	./$(BIN)/sluice-benchreport -dir $(BENCH_DIR) -json $(BENCH_DIR)/results.json | tee $(BENCH_DIR)/report.md
+	@$(if $(BENCH_PROFILE),for f in $(BENCH_DIR)/*cpu.prof; do \
+		$(GO) tool pprof -top -cum -nodecount=40 -focus 'sluice-sched/sluice/pkg|scheduler/framework|scheduler/schedule_one' "$$f" > "$$f.top" 2>&1; \
+	done; echo "bench: CPU profiles in $(BENCH_DIR)/*cpu.prof and their top functions in *cpu.prof.top")
 
 ## bench-doc: keep the last `make bench` run's results in docs/bench and
 ## regenerate docs/benchmarks.md's table from them (a unit test checks the

@@ -143,12 +143,21 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	}
 }
 
+// builtFrom is the commit this binary was built from (`make bench` sets it
+// with -ldflags -X, "-dirty" when the tree had changes then): the run is
+// that code's, whatever the tree holds when it ends.
+var builtFrom string
+
 func writeRunInfo(file string) error {
 	info := benchfmt.RunInfo{Date: time.Now().UTC().Format(time.RFC3339), CPUs: runtime.NumCPU(), Go: runtime.Version(), Args: os.Args[1:]}
-	// "unknown" outside a git checkout; "-dirty" when the tree has changes.
-	info.Commit = "unknown"
-	if out, err := exec.Command("git", "describe", "--always", "--dirty", "--abbrev=12").Output(); err == nil {
-		info.Commit = strings.TrimSpace(string(out))
+	// Else the tree's now: "unknown" outside a git checkout; "-dirty" when
+	// the tree has changes.
+	info.Commit = builtFrom
+	if info.Commit == "" {
+		info.Commit = "unknown"
+		if out, err := exec.Command("git", "describe", "--always", "--dirty", "--abbrev=12").Output(); err == nil {
+			info.Commit = strings.TrimSpace(string(out))
+		}
 	}
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		info.Kernel = strings.TrimSpace(string(data))
