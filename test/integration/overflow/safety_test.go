@@ -573,9 +573,9 @@ func setNodeReady(cp *harness.ControlPlane, name string, status v1.ConditionStat
 	})
 }
 
-// TestLargeClaimIsRecorded: a claim on a large domain, the bench's full
-// size (a 512-pod gang freeing 4,096 production pods of 100 Deployments on
-// 512 nodes), is recorded in the real apiserver and etcd (etcd refuses a
+// TestLargeClaimIsRecorded: a claim on a large domain (a 512-pod gang
+// freeing 4,096 production pods of 100 Deployments on 512 nodes, the
+// bench's full size until 9fde184) is recorded in the real apiserver and etcd (etcd refuses a
 // request over 1.5 MiB) and its status written with every victim evicted
 // and replaced; it reads back whole, victims of each controller in order.
 func TestLargeClaimIsRecorded(t *testing.T) {
