@@ -74,7 +74,7 @@ func (pl *FabricTopology) PreFilter(ctx context.Context, state fwk.CycleState, p
 	}
 	state.Write(preFilterStateKey, &preFilterState{planned: planned})
 	allowed := sets.New[string]()
-	for _, ni := range nodesOf(tree, best, indexNodes(tree, nodes)) {
+	for _, ni := range nodesOf(tree, best, d.infos) {
 		allowed.Insert(ni.Node().Name)
 	}
 	klog.FromContext(ctx).V(5).Info("Fabric plan for gang member", "pod", klog.KObj(pod), "gang", key, "domain", best.Domain.Name, "nodes", allowed.Len())

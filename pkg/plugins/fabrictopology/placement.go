@@ -65,7 +65,6 @@ func (pl *FabricTopology) GeneratePlacements(ctx context.Context, state fwk.PodG
 	// gets the whole ladder on its next attempt.
 	d := pl.decide(tree, parent.Nodes, plan, pl.progress.attempts(key) == 0)
 	pl.progress.attempt(key, d, len(pods)+len(plan.pinned))
-	byIndex := indexNodes(tree, parent.Nodes)
 	if len(d.candidates) == 0 {
 		logger.V(4).Info("No fabric domain holds the gang", "podGroup", klog.KObj(pg), "why", d.explanation)
 		pl.reporter.Event(pg, nil, v1.EventTypeWarning, ReasonNoDomain, "Scheduling", d.explanation)
@@ -84,7 +83,7 @@ func (pl *FabricTopology) GeneratePlacements(ctx context.Context, state fwk.PodG
 	ranks := placementRanks{}
 	result := &fwk.GeneratePlacementsResult{}
 	for rank, c := range d.candidates {
-		p := &fwk.Placement{Name: c.Domain.Name, Nodes: nodesOf(tree, c, byIndex)}
+		p := &fwk.Placement{Name: c.Domain.Name, Nodes: nodesOf(tree, c, d.infos)}
 		ranks[p] = rank
 		result.Placements = append(result.Placements, p)
 	}

@@ -40,8 +40,11 @@ type gangPlan struct {
 // decision is the outcome of planning: candidate placements, best first,
 // or an explanation of why there are none.
 type decision struct {
-	tree       *fabric.Tree
-	overlay    *fabric.Overlay
+	tree    *fabric.Tree
+	overlay *fabric.Overlay
+	// infos are the NodeInfos planned over, by tree index (nil: not
+	// given).
+	infos      []fwk.NodeInfo
 	candidates []fabric.Placement
 	// pods is how many members the candidates place.
 	pods        int
@@ -55,7 +58,8 @@ type decision struct {
 // candidates of the lowest level that holds the gang (see
 // GeneratePlacements), and does not search the levels above.
 func (pl *FabricTopology) decide(tree *fabric.Tree, nodes []fwk.NodeInfo, p gangPlan, lowestOnly bool) decision {
-	overlay := tree.Overlay(pl.slots.of(tree, nodes, p.template, pl.external))
+	slots, infos := pl.slots.of(tree, nodes, p.template, pl.external)
+	overlay := tree.Overlay(slots)
 	var pinned []int
 	for _, name := range p.pinned {
 		if i, ok := tree.NodeIndex(name); ok {
@@ -81,13 +85,13 @@ func (pl *FabricTopology) decide(tree *fabric.Tree, nodes []fwk.NodeInfo, p gang
 			cands = search(req)
 		}
 		if len(cands) > 0 {
-			return decision{tree: tree, overlay: overlay, candidates: cands, pods: n}
+			return decision{tree: tree, overlay: overlay, infos: infos, candidates: cands, pods: n}
 		}
 	}
 	if p.request.Mode == config.FabricModePreferred {
 		maxLevel = tree.RootLevel()
 	}
-	return decision{tree: tree, overlay: overlay, explanation: pl.explain(tree, overlay, p, maxLevel, pinned),
+	return decision{tree: tree, overlay: overlay, infos: infos, explanation: pl.explain(tree, overlay, p, maxLevel, pinned),
 		fallback: roomiest(tree, overlay, maxLevel, pinned)}
 }
 
@@ -157,7 +161,7 @@ func (pl *FabricTopology) explain(tree *fabric.Tree, o *fabric.Overlay, p gangPl
 
 // nodesOf lists the nodes of a placement's parts (the whole domain when it
 // is a node or has no parts), limited to the given NodeInfos.
-func nodesOf(tree *fabric.Tree, p fabric.Placement, byIndex map[int]fwk.NodeInfo) []fwk.NodeInfo {
+func nodesOf(tree *fabric.Tree, p fabric.Placement, byIndex []fwk.NodeInfo) []fwk.NodeInfo {
 	parts := p.Parts
 	if len(parts) == 0 {
 		parts = []*fabric.Domain{p.Domain}
@@ -165,20 +169,9 @@ func nodesOf(tree *fabric.Tree, p fabric.Placement, byIndex map[int]fwk.NodeInfo
 	var out []fwk.NodeInfo
 	for _, d := range parts {
 		for _, i := range tree.NodesOf(d) {
-			if ni, ok := byIndex[i]; ok {
+			if ni := byIndex[i]; ni != nil {
 				out = append(out, ni)
 			}
-		}
-	}
-	return out
-}
-
-// indexNodes maps tree node indices to the given NodeInfos.
-func indexNodes(tree *fabric.Tree, nodes []fwk.NodeInfo) map[int]fwk.NodeInfo {
-	out := make(map[int]fwk.NodeInfo, len(nodes))
-	for _, ni := range nodes {
-		if i, ok := tree.NodeIndex(ni.Node().Name); ok {
-			out[i] = ni
 		}
 	}
 	return out
@@ -187,24 +180,40 @@ func indexNodes(tree *fabric.Tree, nodes []fwk.NodeInfo) map[int]fwk.NodeInfo {
 // slotCache remembers, per node, how many pods of the last shape asked
 // about fit there, as of a NodeInfo generation: consecutive gangs usually
 // share a shape, and between two gangs only the nodes that changed need
-// counting again (counting every node was most of a decision's cost).
+// counting again (counting every node was most of a decision's cost). It
+// also remembers where each NodeInfo of the last list sits in the tree:
+// the scheduler's snapshot keeps one NodeInfo per node, in the same order
+// between cycles, so finding every node's tree index by name (a string
+// hash per node, per gang) is needed only where the list changed.
 type slotCache struct {
-	mu      sync.Mutex
-	entries map[string]slotEntry
+	mu   sync.Mutex
+	tree *fabric.Tree
+	// infos and index are the last list of NodeInfos and each one's tree
+	// index (-1: not in the tree).
+	infos []fwk.NodeInfo
+	index []int32
+	// shape is the last shape's key; shapeVersion counts shape changes.
+	shape        string
+	shapeVersion uint64
+	// entries are by tree index.
+	entries []slotEntry
 }
 
 type slotEntry struct {
-	shape      string
-	generation int64  // the NodeInfo's
-	external   uint64 // the External's, 0 without one
-	slots      int
+	info         fwk.NodeInfo
+	shapeVersion uint64
+	generation   int64  // the NodeInfo's
+	external     uint64 // the External's, 0 without one
+	slots        int
 }
 
-// of returns the slots of every node of the tree for pods like template.
-// A node's count is cached under its NodeInfo generation and, with an
-// External (Slurm's drained nodes and held GPUs), the External's
-// generation, so between two gangs only changed nodes are counted again.
-func (c *slotCache) of(tree *fabric.Tree, nodes []fwk.NodeInfo, template *v1.Pod, ext capacity.External) []int {
+// of returns, by tree index, the slots of every node for pods like
+// template, and the NodeInfo of every node of the tree among nodes (nil
+// for the others). A node's count is cached under its NodeInfo generation
+// and, with an External (Slurm's drained nodes and held GPUs), the
+// External's generation, so between two gangs only changed nodes are
+// counted again.
+func (c *slotCache) of(tree *fabric.Tree, nodes []fwk.NodeInfo, template *v1.Pod, ext capacity.External) ([]int, []fwk.NodeInfo) {
 	shape := capacity.ShapeOf(template)
 	key := shapeKey(template)
 	var extGen uint64
@@ -212,25 +221,61 @@ func (c *slotCache) of(tree *fabric.Tree, nodes []fwk.NodeInfo, template *v1.Pod
 		extGen = ext.Generation()
 	}
 	slots := make([]int, tree.NumNodes())
+	byIndex := make([]fwk.NodeInfo, tree.NumNodes())
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.entries == nil || len(c.entries) > 2*len(nodes)+16 {
-		c.entries = make(map[string]slotEntry, len(nodes))
+	if c.tree != tree {
+		c.tree, c.infos, c.index = tree, nil, nil
+		c.entries = make([]slotEntry, tree.NumNodes())
 	}
-	for _, ni := range nodes {
-		name := ni.Node().Name
-		i, ok := tree.NodeIndex(name)
-		if !ok {
+	if key != c.shape {
+		c.shape = key
+		c.shapeVersion++
+	}
+	if len(c.infos) != len(nodes) {
+		c.infos = make([]fwk.NodeInfo, len(nodes))
+		c.index = make([]int32, len(nodes))
+	}
+	for p, ni := range nodes {
+		i := int(c.index[p])
+		if c.infos[p] != ni {
+			i = nodeIndex(tree, ni)
+			c.infos[p], c.index[p] = ni, int32(i)
+		}
+		if i < 0 {
 			continue
 		}
-		if e, ok := c.entries[name]; ok && e.shape == key && e.generation == ni.GetGeneration() && e.external == extGen {
+		e := &c.entries[i]
+		generation := ni.GetGeneration()
+		if (e.info != ni || e.generation != generation) && tree.Node(i).Name != ni.Node().Name {
+			// What a NodeInfo holds changes only with a new generation
+			// (every change takes the next value of one global counter),
+			// so a NodeInfo seen at i in that generation is still node i.
+			// Otherwise check: the same NodeInfo may now hold another
+			// node.
+			if i = nodeIndex(tree, ni); i < 0 {
+				c.index[p] = -1
+				continue
+			}
+			c.index[p], e = int32(i), &c.entries[i]
+		}
+		byIndex[i] = ni
+		if e.info == ni && e.shapeVersion == c.shapeVersion && e.generation == generation && e.external == extGen {
 			slots[i] = e.slots
 			continue
 		}
 		slots[i] = shape.SlotsWith(ni, ext)
-		c.entries[name] = slotEntry{shape: key, generation: ni.GetGeneration(), external: extGen, slots: slots[i]}
+		*e = slotEntry{info: ni, shapeVersion: c.shapeVersion, generation: generation, external: extGen, slots: slots[i]}
 	}
-	return slots
+	return slots, byIndex
+}
+
+// nodeIndex is ni's index in the tree, -1 if it is not there.
+func nodeIndex(tree *fabric.Tree, ni fwk.NodeInfo) int {
+	if i, ok := tree.NodeIndex(ni.Node().Name); ok {
+		return i
+	}
+	return -1
 }
 
 // shapeKey identifies what Slots depends on in a pod: its requests and

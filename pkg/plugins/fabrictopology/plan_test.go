@@ -117,7 +117,7 @@ func TestSlotCacheWithExternal(t *testing.T) {
 	template := st.MakePod().Name("m").Req(map[v1.ResourceName]string{"nvidia.com/gpu": "1"}).Obj()
 	ext := &external{drained: map[string]bool{}, gen: 1}
 	var c slotCache
-	first := c.of(tree, infos, template, ext)
+	first, _ := c.of(tree, infos, template, ext)
 	if ext.calls != len(infos) {
 		t.Fatalf("first count asked the External %d times, want %d", ext.calls, len(infos))
 	}
@@ -127,11 +127,54 @@ func TestSlotCacheWithExternal(t *testing.T) {
 		t.Fatalf("n00003 has no slots before the drain; pick another node")
 	}
 	ext.drained["n00003"] = true
-	if again := c.of(tree, infos, template, ext); again[i] != first[i] || ext.calls != len(infos) {
+	if again, _ := c.of(tree, infos, template, ext); again[i] != first[i] || ext.calls != len(infos) {
 		t.Fatalf("same generation: slots %d (want the cached %d), %d External calls (want %d)", again[i], first[i], ext.calls, len(infos))
 	}
 	ext.gen++
-	if after := c.of(tree, infos, template, ext); after[i] != 0 {
+	if after, _ := c.of(tree, infos, template, ext); after[i] != 0 {
 		t.Errorf("after the drain (new generation): n00003 has %d slots, want 0", after[i])
+	}
+}
+
+// TestSlotCacheFollowsTheList: the cache remembers where each NodeInfo of
+// the last list sits in the tree; a list in another order, a shorter one,
+// or one where a NodeInfo was replaced gets the same slots and NodeInfos
+// as a fresh count would.
+func TestSlotCacheFollowsTheList(t *testing.T) {
+	tree, infos := cluster(t, 256)
+	template := st.MakePod().Name("m").Req(map[v1.ResourceName]string{"nvidia.com/gpu": "2"}).Obj()
+	var c slotCache
+	c.of(tree, infos, template, nil)
+	shuffled := append([]fwk.NodeInfo(nil), infos...)
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	replaced := append([]fwk.NodeInfo(nil), infos...)
+	full := framework.NewNodeInfo(st.MakePod().Name("full").UID("full").Node("n00007").Req(map[v1.ResourceName]string{"nvidia.com/gpu": "8"}).Obj())
+	full.SetNode(infos[7].Node())
+	replaced[7] = full
+	// moving holds n00009, then (SetNode) n00010's node.
+	moving := framework.NewNodeInfo()
+	moving.SetNode(infos[9].Node())
+	withMoving := append([]fwk.NodeInfo(nil), infos...)
+	withMoving[9] = moving
+	check := func(name string, list []fwk.NodeInfo) {
+		t.Helper()
+		var fresh slotCache
+		wantSlots, wantInfos := fresh.of(tree, list, template, nil)
+		gotSlots, gotInfos := c.of(tree, list, template, nil)
+		for i := range tree.NumNodes() {
+			if gotSlots[i] != wantSlots[i] || gotInfos[i] != wantInfos[i] {
+				t.Errorf("%s: node %s: cached %d slots (NodeInfo %p), fresh %d (%p)", name, tree.Node(i).Name, gotSlots[i], gotInfos[i], wantSlots[i], wantInfos[i])
+			}
+		}
+	}
+	check("shuffled", shuffled)
+	check("shorter", infos[:100])
+	check("replaced", replaced)
+	check("again", infos)
+	check("moving", withMoving)
+	moving.SetNode(infos[10].Node())
+	check("moved", withMoving)
+	if s, _ := c.of(tree, replaced, template, nil); s[7] != 0 {
+		t.Errorf("n00007, all 8 GPUs taken: %d slots", s[7])
 	}
 }
