@@ -42,8 +42,8 @@ type gangPlan struct {
 type decision struct {
 	tree    *fabric.Tree
 	overlay *fabric.Overlay
-	// infos are the NodeInfos planned over, by tree index (nil: not
-	// given).
+	// infos are the NodeInfos planned over, by tree index (nil for a
+	// node of the tree that was not among them).
 	infos      []fwk.NodeInfo
 	candidates []fabric.Placement
 	// pods is how many members the candidates place.
@@ -238,7 +238,9 @@ func (c *slotCache) of(tree *fabric.Tree, nodes []fwk.NodeInfo, template *v1.Pod
 	}
 	for p, ni := range nodes {
 		i := int(c.index[p])
-		if c.infos[p] != ni {
+		if c.infos[p] != ni || i < 0 {
+			// (A node outside the tree, such as the overflow node, is
+			// looked up every time: there are few.)
 			i = nodeIndex(tree, ni)
 			c.infos[p], c.index[p] = ni, int32(i)
 		}
@@ -248,11 +250,11 @@ func (c *slotCache) of(tree *fabric.Tree, nodes []fwk.NodeInfo, template *v1.Pod
 		e := &c.entries[i]
 		generation := ni.GetGeneration()
 		if (e.info != ni || e.generation != generation) && tree.Node(i).Name != ni.Node().Name {
-			// What a NodeInfo holds changes only with a new generation
-			// (every change takes the next value of one global counter),
-			// so a NodeInfo seen at i in that generation is still node i.
-			// Otherwise check: the same NodeInfo may now hold another
-			// node.
+			// Which node a NodeInfo holds changes only through SetNode
+			// or RemoveNode, which take the next value of one global
+			// generation counter, so a NodeInfo seen at i in this
+			// generation is still node i. Otherwise check: the same
+			// NodeInfo may now hold another node.
 			if i = nodeIndex(tree, ni); i < 0 {
 				c.index[p] = -1
 				continue
