@@ -155,9 +155,15 @@ func (rep *Report) writeDoc(w io.Writer) {
 	rep.write(w)
 }
 
+// claimVariants are the variants every ResearchClaim workload runs under:
+// sluice, sluice without make-before-break, and the stock scheduler.
+func claimVariants() []string { return []string{"sluice", "breakBeforeMake", "default"} }
+
 // check says what is missing from a run that must show everything: a
 // measured schedule for every workload under every variant, and a research
-// claim that evicted production in at least one wave and then ran its gang.
+// claim, under each of claimVariants, that under sluice evicted production
+// in at least one wave, then ran its gang, with no production pod left
+// without a node and no Deployment below its PodDisruptionBudget.
 // A schedule is measured when scheduler_perf recorded a throughput or, for a
 // run that ends before its first one-second throughput sample (the smoke
 // sizes on a fast machine), a scheduling duration.
@@ -180,6 +186,15 @@ func (r *Report) check() error {
 					errs = append(errs, fmt.Errorf("%s under %s, repetition %d: %w", row.Workload, v.Name, run.Rep, err))
 				} else if a := run.Serving; v.Name == "sluice" && (a.Victims < 1 || a.Waves < 1) {
 					errs = append(errs, fmt.Errorf("%s, repetition %d: the claim did not complete (victims %d, waves %d, gang running after %.1fs)", row.Workload, run.Rep, a.Victims, a.Waves, a.ClaimSeconds))
+				} else if v.Name == "sluice" && (a.Unplaced > 0 || a.BelowPDB > 0) {
+					errs = append(errs, fmt.Errorf("%s, repetition %d: the claim broke what sluice promises: %d production pods without a node when the gang ran, %d Deployments below their PodDisruptionBudget", row.Workload, run.Rep, a.Unplaced, a.BelowPDB))
+				}
+			}
+		}
+		if row.Case == "ResearchClaim" {
+			for _, name := range claimVariants() {
+				if v := row.variant(name); v == nil || len(v.Runs) == 0 {
+					errs = append(errs, fmt.Errorf("%s: no run under %s, which the claim is measured against", row.Workload, name))
 				}
 			}
 		}

@@ -45,7 +45,8 @@ func checkBeforeServing(t *testing.T, rep *Report) {
 		t.Fatal("check() passed a run without serving figures")
 	}
 	for _, line := range strings.Split(err.Error(), "\n") {
-		if !strings.Contains(line, "no serving figures") {
+		// The run also predates the claim's other variants.
+		if !strings.Contains(line, "no serving figures") && !strings.Contains(line, "no run under breakBeforeMake") && !strings.Contains(line, "no run under default") {
 			t.Errorf("check() on a run complete but for the serving figures: %s", line)
 		}
 	}
@@ -160,7 +161,7 @@ func TestCheck(t *testing.T) {
 	if want := "5000Nodes_10000Pods under ceiling, repetition 1: no pods scheduled"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("check() = %v, want it to contain %q", err, want)
 	}
-	if err != nil && strings.Contains(err.Error(), "under default") {
+	if err != nil && strings.Contains(err.Error(), "under default, repetition") {
 		t.Errorf("check() = %v, want runs with a duration but no throughput sample accepted", err)
 	}
 
@@ -172,6 +173,38 @@ func TestCheck(t *testing.T) {
 	claims.Rows[0].variant("sluice").Runs[1].Serving.Victims = 0
 	if err, want := claims.check(), "smoke, repetition 2: the claim did not complete (victims 0"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("check() = %v, want it to contain %q", err, want)
+	}
+
+	// A claim that left production without a node or broke a PDB under
+	// sluice failed; the baseline's do not count.
+	if claims, err = load("testdata/claim-reps"); err != nil {
+		t.Fatal(err)
+	}
+	claims.Rows[0].variant("sluice").Runs[2].Serving.Unplaced = 2
+	claims.Rows[0].variant("sluice").Runs[0].Serving.BelowPDB = 1
+	err = claims.check()
+	for _, want := range []string{
+		"smoke, repetition 3: the claim broke what sluice promises: 2 production pods without a node",
+		"smoke, repetition 1: the claim broke what sluice promises: 0 production pods without a node when the gang ran, 1 Deployments below",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("check() = %v, want it to contain %q", err, want)
+		}
+	}
+
+	// A claim measured against nothing is not measured.
+	if claims, err = load("testdata/claim-reps"); err != nil {
+		t.Fatal(err)
+	}
+	claims.Rows[0].Variants = claims.Rows[0].Variants[:1]
+	if claims.Rows[0].Variants[0].Name != "sluice" {
+		t.Fatalf("first variant %s, want sluice", claims.Rows[0].Variants[0].Name)
+	}
+	err = claims.check()
+	for _, want := range []string{"smoke: no run under breakBeforeMake", "smoke: no run under default"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("check() = %v, want it to contain %q", err, want)
+		}
 	}
 }
 
