@@ -181,26 +181,27 @@ func nodesOf(tree *fabric.Tree, p fabric.Placement, byIndex []fwk.NodeInfo) []fw
 // about fit there, as of a NodeInfo generation: consecutive gangs usually
 // share a shape, and between two gangs only the nodes that changed need
 // counting again (counting every node was most of a decision's cost). It
-// also remembers where each NodeInfo of the last list sits in the tree:
-// the scheduler's snapshot keeps one NodeInfo per node, in the same order
+// also remembers the tree index of each position of the last list: the
+// scheduler's snapshot keeps one NodeInfo per node, in the same order
 // between cycles, so finding every node's tree index by name (a string
 // hash per node, per gang) is needed only where the list changed.
 type slotCache struct {
 	mu   sync.Mutex
 	tree *fabric.Tree
-	// infos and index are the last list of NodeInfos and each one's tree
-	// index (-1: not in the tree).
-	infos []fwk.NodeInfo
+	// index is the tree index of each position of the last list (-1: not
+	// in the tree, or not known), a guess that of confirms.
 	index []int32
 	// shape is the last shape's key; shapeVersion counts shape changes.
 	shape        string
 	shapeVersion uint64
 	// entries are by tree index.
 	entries []slotEntry
+	// counted is how many nodes were counted (not taken from the cache).
+	counted int
 }
 
 type slotEntry struct {
-	info         fwk.NodeInfo
+	info         fwk.NodeInfo // the last one seen holding this node
 	shapeVersion uint64
 	generation   int64  // the NodeInfo's
 	external     uint64 // the External's, 0 without one
@@ -213,6 +214,14 @@ type slotEntry struct {
 // and, with an External (Slurm's drained nodes and held GPUs), the
 // External's generation, so between two gangs only changed nodes are
 // counted again.
+//
+// Every change to a NodeInfo takes the next value of one global
+// generation counter, and a copy (Snapshot, which the scheduler's
+// snapshot and preemption's simulations make of every node) keeps its
+// generation: two NodeInfos of one node in one generation hold the same.
+// (Except while the scheduling snapshot has pods assumed: AssumePod and
+// ForgetPod keep a NodeInfo's generation. Decisions are made before a pod
+// group's pods are assumed.)
 func (c *slotCache) of(tree *fabric.Tree, nodes []fwk.NodeInfo, template *v1.Pod, ext capacity.External) ([]int, []fwk.NodeInfo) {
 	shape := capacity.ShapeOf(template)
 	key := shapeKey(template)
@@ -225,48 +234,44 @@ func (c *slotCache) of(tree *fabric.Tree, nodes []fwk.NodeInfo, template *v1.Pod
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tree != tree {
-		c.tree, c.infos, c.index = tree, nil, nil
+		c.tree, c.index = tree, nil
 		c.entries = make([]slotEntry, tree.NumNodes())
 	}
 	if key != c.shape {
 		c.shape = key
 		c.shapeVersion++
 	}
-	if len(c.infos) != len(nodes) {
-		c.infos = make([]fwk.NodeInfo, len(nodes))
+	if len(c.index) != len(nodes) {
 		c.index = make([]int32, len(nodes))
+		for p := range c.index {
+			c.index[p] = -1
+		}
 	}
 	for p, ni := range nodes {
 		i := int(c.index[p])
-		if c.infos[p] != ni || i < 0 {
-			// (A node outside the tree, such as the overflow node, is
-			// looked up every time: there are few.)
-			i = nodeIndex(tree, ni)
-			c.infos[p], c.index[p] = ni, int32(i)
-		}
-		if i < 0 {
-			continue
-		}
-		e := &c.entries[i]
 		generation := ni.GetGeneration()
-		if (e.info != ni || e.generation != generation) && tree.Node(i).Name != ni.Node().Name {
-			// Which node a NodeInfo holds changes only through SetNode
-			// or RemoveNode, which take the next value of one global
-			// generation counter, so a NodeInfo seen at i in this
-			// generation is still node i. Otherwise check: the same
-			// NodeInfo may now hold another node.
+		// The NodeInfo seen at i in this generation still holds node i
+		// (which node a NodeInfo holds changes only through SetNode or
+		// RemoveNode, which take a new generation). Otherwise check by
+		// name: a copy of it, or of the node's previous NodeInfo, passes
+		// without a lookup. (A node outside the tree, such as the overflow
+		// node, is looked up every time: there are few.)
+		if i < 0 || (c.entries[i].info != ni || c.entries[i].generation != generation) && tree.Node(i).Name != ni.Node().Name {
 			if i = nodeIndex(tree, ni); i < 0 {
 				c.index[p] = -1
 				continue
 			}
-			c.index[p], e = int32(i), &c.entries[i]
+			c.index[p] = int32(i)
 		}
+		e := &c.entries[i]
 		byIndex[i] = ni
-		if e.info == ni && e.shapeVersion == c.shapeVersion && e.generation == generation && e.external == extGen {
+		if e.shapeVersion == c.shapeVersion && e.generation == generation && e.external == extGen {
+			e.info = ni
 			slots[i] = e.slots
 			continue
 		}
 		slots[i] = shape.SlotsWith(ni, ext)
+		c.counted++
 		*e = slotEntry{info: ni, shapeVersion: c.shapeVersion, generation: generation, external: extGen, slots: slots[i]}
 	}
 	return slots, byIndex

@@ -6,9 +6,11 @@ package fabrictopology
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -177,4 +179,41 @@ func TestSlotCacheFollowsTheList(t *testing.T) {
 	if s, _ := c.of(tree, replaced, template, nil); s[7] != 0 {
 		t.Errorf("n00007, all 8 GPUs taken: %d slots", s[7])
 	}
+}
+
+// TestSlotCacheKeepsCopies: a copy of a NodeInfo (the scheduler's
+// snapshot and preemption's simulations copy every node) is taken from the
+// cache, not counted again, and so are the originals after it; a copy
+// that changed is counted again.
+func TestSlotCacheKeepsCopies(t *testing.T) {
+	tree, infos := cluster(t, 256)
+	template := st.MakePod().Name("m").Req(map[v1.ResourceName]string{"nvidia.com/gpu": "2"}).Obj()
+	var c slotCache
+	c.of(tree, infos, template, nil)
+	copies := make([]fwk.NodeInfo, len(infos))
+	for i, ni := range infos {
+		copies[i] = ni.Snapshot()
+	}
+	// A victim leaves one node's copy (a new generation).
+	victim := copies[slices.IndexFunc(copies, func(ni fwk.NodeInfo) bool { return len(ni.GetPods()) > 0 })].(*framework.NodeInfo)
+	if err := victim.RemovePod(klog.Background(), victim.Pods[0].GetPod()); err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, list []fwk.NodeInfo, counted int) {
+		t.Helper()
+		before := c.counted
+		var fresh slotCache
+		wantSlots, wantInfos := fresh.of(tree, list, template, nil)
+		gotSlots, gotInfos := c.of(tree, list, template, nil)
+		for i := range tree.NumNodes() {
+			if gotSlots[i] != wantSlots[i] || gotInfos[i] != wantInfos[i] {
+				t.Errorf("%s: node %s: cached %d slots (NodeInfo %p), fresh %d (%p)", name, tree.Node(i).Name, gotSlots[i], gotInfos[i], wantSlots[i], wantInfos[i])
+			}
+		}
+		if got := c.counted - before; got != counted {
+			t.Errorf("%s: %d nodes counted, want %d", name, got, counted)
+		}
+	}
+	check("copies", copies, 1)
+	check("originals", infos, 1)
 }
