@@ -55,16 +55,16 @@ func BenchmarkDecide(b *testing.B) {
 		tree, infos := cluster(b, nodes)
 		pl := &FabricTopology{gpu: "nvidia.com/gpu"}
 		for _, g := range []struct{ pods, gpus int }{{4, 8}, {32, 8}, {64, 8}} {
-			for _, ladder := range []bool{true, false} {
+			for _, first := range []bool{true, false} {
 				name := "first-attempt"
-				if !ladder {
+				if !first {
 					name = "ladder"
 				}
 				b.Run(fmt.Sprintf("nodes=%d/gang=%dx%dGPU/%s", nodes, g.pods, g.gpus, name), func(b *testing.B) {
 					template := st.MakePod().Name("m").Req(map[v1.ResourceName]string{"nvidia.com/gpu": fmt.Sprint(g.gpus)}).Obj()
 					plan := gangPlan{request: gang.FabricRequest{Level: "any", Mode: config.FabricModePreferred}, pods: g.pods, template: template}
 					for b.Loop() {
-						if d := pl.decide(tree, infos, plan, ladder); len(d.candidates) == 0 {
+						if d := pl.decide(tree, infos, plan, first); len(d.candidates) == 0 {
 							b.Fatalf("no placement: %s", d.explanation)
 						}
 					}
