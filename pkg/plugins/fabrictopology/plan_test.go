@@ -160,14 +160,7 @@ func TestSlotCacheFollowsTheList(t *testing.T) {
 	withMoving[9] = moving
 	check := func(name string, list []fwk.NodeInfo) {
 		t.Helper()
-		var fresh slotCache
-		wantSlots, wantInfos := fresh.of(tree, list, template, nil)
-		gotSlots, gotInfos := c.of(tree, list, template, nil)
-		for i := range tree.NumNodes() {
-			if gotSlots[i] != wantSlots[i] || gotInfos[i] != wantInfos[i] {
-				t.Errorf("%s: node %s: cached %d slots (NodeInfo %p), fresh %d (%p)", name, tree.Node(i).Name, gotSlots[i], gotInfos[i], wantSlots[i], wantInfos[i])
-			}
-		}
+		asFresh(t, name, &c, tree, list, template)
 	}
 	check("shuffled", shuffled)
 	check("shorter", infos[:100])
@@ -201,19 +194,27 @@ func TestSlotCacheKeepsCopies(t *testing.T) {
 	}
 	check := func(name string, list []fwk.NodeInfo, counted int) {
 		t.Helper()
-		before := c.counted
-		var fresh slotCache
-		wantSlots, wantInfos := fresh.of(tree, list, template, nil)
-		gotSlots, gotInfos := c.of(tree, list, template, nil)
-		for i := range tree.NumNodes() {
-			if gotSlots[i] != wantSlots[i] || gotInfos[i] != wantInfos[i] {
-				t.Errorf("%s: node %s: cached %d slots (NodeInfo %p), fresh %d (%p)", name, tree.Node(i).Name, gotSlots[i], gotInfos[i], wantSlots[i], wantInfos[i])
-			}
-		}
-		if got := c.counted - before; got != counted {
+		if got := asFresh(t, name, &c, tree, list, template); got != counted {
 			t.Errorf("%s: %d nodes counted, want %d", name, got, counted)
 		}
 	}
 	check("copies", copies, 1)
 	check("originals", infos, 1)
+}
+
+// asFresh checks that c gives the slots and NodeInfos a fresh cache gives
+// for list, and returns how many nodes c counted (did not take from its
+// cache).
+func asFresh(t *testing.T, name string, c *slotCache, tree *fabric.Tree, list []fwk.NodeInfo, template *v1.Pod) int {
+	t.Helper()
+	before := c.counted
+	var fresh slotCache
+	wantSlots, wantInfos := fresh.of(tree, list, template, nil)
+	gotSlots, gotInfos := c.of(tree, list, template, nil)
+	for i := range tree.NumNodes() {
+		if gotSlots[i] != wantSlots[i] || gotInfos[i] != wantInfos[i] {
+			t.Errorf("%s: node %s: cached %d slots (NodeInfo %p), fresh %d (%p)", name, tree.Node(i).Name, gotSlots[i], gotInfos[i], wantSlots[i], wantInfos[i])
+		}
+	}
+	return c.counted - before
 }
