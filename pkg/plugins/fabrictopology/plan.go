@@ -220,8 +220,10 @@ type slotEntry struct {
 // snapshot and preemption's simulations make of every node) keeps its
 // generation: two NodeInfos of one node in one generation hold the same.
 // (Except while the scheduling snapshot has pods assumed: AssumePod and
-// ForgetPod keep a NodeInfo's generation. Decisions are made before a pod
-// group's pods are assumed.)
+// ForgetPod keep a NodeInfo's generation. A pod group's decision is made
+// before its own pods are assumed; only composite pod groups, an alpha
+// feature sluice does not enable, would decide a child group after its
+// siblings' pods were assumed, and could then get a stale count.)
 func (c *slotCache) of(tree *fabric.Tree, nodes []fwk.NodeInfo, template *v1.Pod, ext capacity.External) ([]int, []fwk.NodeInfo) {
 	shape := capacity.ShapeOf(template)
 	key := shapeKey(template)
