@@ -168,6 +168,7 @@ bench: $(BIN)/etcd build tools
 		|| { tail -n 60 "$(abspath $(BENCH_DIR))/bench.log"; echo "bench failed: $(BENCH_DIR)/bench.log"; exit 1; }
 	./$(BIN)/sluice-benchreport -dir $(BENCH_DIR) -json $(BENCH_DIR)/results.json | tee $(BENCH_DIR)/report.md
 	@$(if $(BENCH_PROFILE),for f in $(BENCH_DIR)/*cpu.prof; do \
+		[ -e "$$f" ] || { echo "bench: BENCH_PROFILE is set but no run wrote a CPU profile"; exit 1; }; \
 		$(GO) tool pprof -top -cum -nodecount=40 -focus 'sluice-sched/sluice/pkg|scheduler/framework|scheduler/schedule_one' "$$f" > "$$f.top" 2>&1; \
 	done; echo "bench: CPU profiles in $(BENCH_DIR)/*cpu.prof and their top functions in *cpu.prof.top")
 
