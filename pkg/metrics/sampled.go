@@ -49,7 +49,7 @@ var (
 		"GPUs by nodes (physical, overflow) and class: requested by running research pods, production pods, other pods, or free (allocatable minus requested).", "nodes", "class")
 	// FabricFreeGPUs is the free GPUs under each fabric switch.
 	FabricFreeGPUs = newGauge("fabric_free_gpus",
-		"Free GPUs (allocatable minus requested) on the physical nodes under each fabric switch, by level and domain.", "level", "domain")
+		"Free GPUs (allocatable minus requested) on the physical nodes under each fabric switch that has GPUs, by level and domain.", "level", "domain")
 	// FabricLargestFreeGPUs is the free GPUs of the freest domain of a level.
 	FabricLargestFreeGPUs = newGauge("fabric_largest_free_gpus",
 		"Free GPUs of the fabric domain with the most free GPUs, by level: the largest gang that fits in one domain of the level, in GPUs.", "level")

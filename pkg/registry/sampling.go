@@ -15,7 +15,8 @@ import (
 )
 
 // capacitySampler reports, when /metrics is scraped, the GPUs of the
-// nodes by who requests them and the free GPUs under each fabric switch,
+// nodes by who requests them and the free GPUs under each fabric switch
+// that has GPU nodes,
 // as Kubernetes sees them (bound, not terminated pods' requests; GPUs
 // Slurm jobs hold on shared nodes are not subtracted). One pass over the
 // scheduler's node and pod caches.
@@ -59,14 +60,20 @@ func capacitySampler(nodes corelisters.NodeLister, pods corelisters.PodLister, c
 			var largest int64
 			for _, d := range tree.Domains(level) {
 				var sum int64
-				physicalNodes := false
+				withGPUs := false
 				for _, i := range tree.NodesOf(d) {
-					if n := tree.Node(i).Name; !overflowNode[n] && gpus[n] != nil {
-						sum += gpus[n].Free()
-						physicalNodes = true
+					if n := tree.Node(i).Name; !overflowNode[n] {
+						if g := gpus[n]; g != nil && g.Allocatable > 0 {
+							sum += g.Free()
+							withGPUs = true
+						}
 					}
 				}
-				if !physicalNodes {
+				// A domain of CPU nodes has no series: an unlabelled
+				// node is a domain of its own at every level, and a
+				// cluster's CPU nodes would add series per node to
+				// every scrape.
+				if !withGPUs {
 					continue
 				}
 				largest = max(largest, sum)

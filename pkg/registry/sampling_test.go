@@ -24,6 +24,9 @@ import (
 // TestCapacitySampler: GPUs by nodes and class from the pods bound and
 // running, free GPUs per fabric domain on physical nodes only, the largest
 // free domain per level; unbound and finished pods count for nothing.
+// Domains without GPUs (CPU nodes, labelled or not: an unlabelled node is
+// a domain of its own at every level) have no series, so a cluster's CPU
+// nodes do not add series per node to every scrape.
 func TestCapacitySampler(t *testing.T) {
 	node := func(name, leaf string, gpus int, labels map[string]string) *v1.Node {
 		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"leaf": leaf, "spine": "s1"}},
@@ -44,7 +47,8 @@ func TestCapacitySampler(t *testing.T) {
 			Status: v1.PodStatus{Phase: phase}}
 	}
 	nodes := []*v1.Node{node("n1", "l1", 8, nil), node("n2", "l1", 8, nil), node("n3", "l2", 8, nil),
-		node("vk", "", 64, map[string]string{"type": "virtual-kubelet"})}
+		node("vk", "", 64, map[string]string{"type": "virtual-kubelet"}),
+		node("cpu1", "", 0, nil), node("cpu2", "", 0, nil), node("c3", "l3", 0, nil)}
 	pods := []*v1.Pod{
 		pod("train", "n1", "research", 8, v1.PodRunning),
 		pod("serve", "n2", "production", 2, v1.PodRunning),
