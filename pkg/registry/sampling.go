@@ -62,12 +62,13 @@ func capacitySampler(nodes corelisters.NodeLister, pods corelisters.PodLister, c
 				var sum int64
 				withGPUs := false
 				for _, i := range tree.NodesOf(d) {
-					if n := tree.Node(i).Name; !overflowNode[n] {
-						if g := gpus[n]; g != nil && g.Allocatable > 0 {
-							sum += g.Free()
-							withGPUs = true
-						}
+					n := tree.Node(i).Name
+					g := gpus[n]
+					if overflowNode[n] || g == nil || g.Allocatable == 0 {
+						continue
 					}
+					sum += g.Free()
+					withGPUs = true
 				}
 				// A domain of CPU nodes has no series: an unlabelled
 				// node is a domain of its own at every level, and a
