@@ -213,8 +213,12 @@ func (rt *Runtime) build() error {
 	if rt.classes, err = overflow.ClassesFrom(&overflowCfg); err != nil {
 		return fmt.Errorf("%s: %w", orPath(rt.stated.overflow.path, "overflow"), err)
 	}
-	context.AfterFunc(ctx, metrics.SetSampler("capacity", capacitySampler(informers.Core().V1().Nodes().Lister(),
-		informers.Core().V1().Pods().Lister(), rt.classes, rt.tracker, v1.ResourceName(rt.fabricCfg.GPUResourceName))))
+	gpu := v1.ResourceName(rt.fabricCfg.GPUResourceName)
+	gpus, err := capacity.NewGPUIndex(informers.Core().V1().Nodes().Informer(), informers.Core().V1().Pods().Informer(), gpu)
+	if err != nil {
+		return err
+	}
+	context.AfterFunc(ctx, metrics.SetSampler("capacity", capacitySampler(gpus, rt.classes, rt.tracker, gpu)))
 	if slurmCfg.Endpoint != "" {
 		var client *slurm.Client
 		if rt.slurmView, client, err = startSlurm(ctx, &slurmCfg, v1.ResourceName(rt.fabricCfg.GPUResourceName)); err != nil {

@@ -4,9 +4,10 @@
 package registry
 
 import (
+	"cmp"
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/fabric"
@@ -16,34 +17,35 @@ import (
 
 // capacitySampler reports, when /metrics is scraped, the GPUs of the
 // nodes by who requests them and the free GPUs under each fabric switch
-// that has GPU nodes,
-// as Kubernetes sees them (bound, not terminated pods' requests; GPUs
-// Slurm jobs hold on shared nodes are not subtracted). One pass over the
-// scheduler's node and pod caches.
-func capacitySampler(nodes corelisters.NodeLister, pods corelisters.PodLister, classes *overflow.Classes, tracker *fabric.Tracker, gpu v1.ResourceName) metrics.Sampler {
+// that has GPU nodes, as Kubernetes sees them (bound, not terminated pods'
+// requests; GPUs Slurm jobs hold on shared nodes are not subtracted). It
+// reads only the nodes that offer GPUs and the pods that ask for them
+// (index), so a scrape costs nothing per CPU node or CPU pod.
+func capacitySampler(index *capacity.GPUIndex, classes *overflow.Classes, tracker *fabric.Tracker, gpu v1.ResourceName) metrics.Sampler {
 	return func(emit metrics.Emit) {
-		nodeList, err := nodes.List(labels.Everything())
-		if err != nil {
-			return
-		}
-		podList, err := pods.List(labels.Everything())
+		nodeList, podList, err := index.List()
 		if err != nil {
 			return
 		}
 		gpus := capacity.GPUsByNode(nodeList, podList, gpu, classes.ClassOf)
 		const physical, onOverflow = "physical", "overflow"
-		overflowNode := make(map[string]bool, len(nodeList))
 		used := map[[2]string]int64{}
+		// The physical nodes with GPUs, for the fabric's domains.
+		var inFabric []*capacity.NodeGPUs
+		var names []string
 		for _, n := range nodeList {
 			where := physical
 			if classes.IsOverflowNode(n) {
-				where, overflowNode[n.Name] = onOverflow, true
+				where = onOverflow
 			}
 			g := gpus[n.Name]
 			for class, r := range g.Requested {
 				used[[2]string{where, class}] += r
 			}
 			used[[2]string{where, "free"}] += g.Free()
+			if where == physical && g.Allocatable > 0 {
+				inFabric, names = append(inFabric, g), append(names, n.Name)
+			}
 		}
 		for _, where := range []string{physical, onOverflow} {
 			for _, class := range []string{"research", "production", "other", "free"} {
@@ -55,30 +57,32 @@ func capacitySampler(nodes corelisters.NodeLister, pods corelisters.PodLister, c
 		if err != nil {
 			return
 		}
+		// Only domains with GPU nodes have a series: an unlabelled node
+		// is a domain of its own at every level, and a cluster's CPU
+		// nodes would add series per node to every scrape.
 		for level := fabric.NodeLevel + 1; level < tree.RootLevel(); level++ {
-			name := tree.LevelName(level)
-			var largest int64
-			for _, d := range tree.Domains(level) {
-				var sum int64
-				withGPUs := false
-				for _, i := range tree.NodesOf(d) {
-					n := tree.Node(i).Name
-					g := gpus[n]
-					if overflowNode[n] || g == nil || g.Allocatable == 0 {
-						continue
-					}
-					sum += g.Free()
-					withGPUs = true
-				}
-				// A domain of CPU nodes has no series: an unlabelled
-				// node is a domain of its own at every level, and a
-				// cluster's CPU nodes would add series per node to
-				// every scrape.
-				if !withGPUs {
+			free := map[*fabric.Domain]int64{}
+			var domains []*fabric.Domain
+			for i, g := range inFabric {
+				n, ok := tree.NodeIndex(names[i])
+				if !ok {
 					continue
 				}
-				largest = max(largest, sum)
-				emit(metrics.FabricFreeGPUs, float64(sum), name, d.Name)
+				d := tree.Ancestor(n, level)
+				if d.Level != level {
+					continue
+				}
+				if _, seen := free[d]; !seen {
+					domains = append(domains, d)
+				}
+				free[d] += g.Free()
+			}
+			slices.SortFunc(domains, func(a, b *fabric.Domain) int { return cmp.Compare(a.Name, b.Name) })
+			name := tree.LevelName(level)
+			var largest int64
+			for _, d := range domains {
+				largest = max(largest, free[d])
+				emit(metrics.FabricFreeGPUs, float64(free[d]), name, d.Name)
 			}
 			emit(metrics.FabricLargestFreeGPUs, float64(largest), name)
 		}
