@@ -13,9 +13,9 @@ package inferencepacking
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/utils/clock"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/apis/config/validation"
@@ -90,12 +91,22 @@ type InferencePacking struct {
 	// informer handler; replaced whole, never changed once stored.
 	offers atomic.Pointer[map[string]nodeOffer]
 
-	// mu guards the incremental view of where production runs: PreScore
-	// looks again only at nodes whose NodeInfo changed since the last
-	// cycle (usually the one that took the last pod), not at every node.
-	mu      sync.Mutex
-	tree    *fabric.Tree
-	entries []entry // by position in the snapshot's node list
+	// mu guards the incremental view of where production runs. PreScore
+	// looks again only at the nodes this profile reserved production on
+	// or forgot it from since the last cycle (hinted), and at every node
+	// when the node list changed or fullRescan has passed since it last
+	// did: a change the scheduler did not make here (a pod deleted,
+	// production placed by another scheduler) is seen within fullRescan.
+	mu       sync.Mutex
+	clock    clock.PassiveClock
+	tree     *fabric.Tree
+	entries  []entry // by position in the snapshot's node list
+	position map[string]int32
+	hinted   sets.Set[string]
+	// list is the first element of the node list last seen: the
+	// scheduler makes the list anew when nodes come or go.
+	list     *fwk.NodeInfo
+	lastFull time.Time
 	// leafOf is each tree node's leaf (a dense index). The counts are
 	// by tree node (overflow nodes, production nodes) and by leaf
 	// (production nodes); counts, not flags, so that a node seen at a new
@@ -112,38 +123,11 @@ type InferencePacking struct {
 	// changed, when a position of the list holds another NodeInfo.
 	byInfo map[fwk.NodeInfo]int32
 	view   *packingView // published; never changed once published
-	// use is each tree node's GPUs, requested and allocatable, as the
-	// snapshot has them: Score reads them here rather than from two
-	// extended-resource maps per node. Published with the cycle's state,
-	// so never changed once published: a cycle copies the chunks it
-	// changes (usually one), not the whole list, which would be garbage
-	// of 80 KB a cycle at 5,000 nodes.
-	use gpuUses
-	// useGen and chunkGen say which chunks of use this cycle has copied.
-	useGen   uint64
-	chunkGen []uint64
 }
 
-// gpuUse is a node's requested and allocatable GPUs.
-type gpuUse struct {
-	used, total int64
-}
-
-// useChunk is how many nodes' gpuUse a chunk of gpuUses holds.
-const useChunk = 64
-
-// gpuUses is a gpuUse per tree node, in chunks of useChunk.
-type gpuUses [][]gpuUse
-
-func newGPUUses(n int) gpuUses {
-	u := make(gpuUses, (n+useChunk-1)/useChunk)
-	for c := range u {
-		u[c] = make([]gpuUse, min(useChunk, n-c*useChunk))
-	}
-	return u
-}
-
-func (u gpuUses) at(i int32) gpuUse { return u[i/useChunk][i%useChunk] }
+// fullRescan is how often PreScore looks at every node for changes no
+// Reserve or Unreserve hinted.
+const fullRescan = time.Second
 
 // nodeOffer is an overflow node's offer, or why it could not be read.
 type nodeOffer struct {
@@ -159,7 +143,6 @@ type entry struct {
 	index      int32 // tree node index, -1 when the tree does not have it
 	overflow   bool
 	production bool
-	use        gpuUse
 }
 
 // packingView is every node's score without its GPU term, for the cycles
@@ -176,6 +159,7 @@ var (
 	_ fwk.EnqueueExtensions = &InferencePacking{}
 	_ fwk.PreScorePlugin    = &InferencePacking{}
 	_ fwk.ScorePlugin       = &InferencePacking{}
+	_ fwk.ReservePlugin     = &InferencePacking{}
 	_ fwk.SignPlugin        = &InferencePacking{}
 )
 
@@ -194,7 +178,7 @@ func New(rt Runtime) frameworkruntime.PluginFactory {
 		if err := rt.Declare(ctx, h, path, config.Facts{Fabric: args.Fabric, Overflow: args.Overflow}); err != nil {
 			return nil, err
 		}
-		return &InferencePacking{rt: rt, handle: h, waiting: requeue.NewWaiting(h)}, nil
+		return &InferencePacking{rt: rt, handle: h, waiting: requeue.NewWaiting(h), clock: clock.RealClock{}}, nil
 	}
 }
 
@@ -368,7 +352,6 @@ const preScoreStateKey fwk.StateKey = "PreScore" + Name
 // preScoreState says where production runs in this cycle.
 type preScoreState struct {
 	*packingView
-	use  gpuUses
 	gpus int64
 }
 
@@ -376,9 +359,10 @@ type preScoreState struct {
 func (s *preScoreState) Clone() fwk.StateData { return s }
 
 // PreScore finds the nodes and leaves that run production. Between two
-// cycles it rescans only the nodes whose NodeInfo changed (a pointer and a
-// generation compared per node), so a steady stream of pods costs one
-// cheap pass over the list, not a pass over every pod.
+// cycles it rescans only the nodes Reserve or Unreserve hinted (a pointer
+// and a generation compared per node), and every node once per
+// fullRescan or when the node list changed, so a steady stream of pods
+// costs no pass over the cluster's nodes.
 func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	if err := pl.ready(); err != nil {
 		return fwk.AsStatus(err)
@@ -391,16 +375,51 @@ func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, po
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
+	now := pl.clock.Now()
 	pl.mu.Lock()
-	if tree != pl.tree || len(all) != len(pl.entries) {
+	switch {
+	case tree != pl.tree || len(all) != len(pl.entries):
 		pl.rebuild(tree, all)
-	} else {
+		pl.lastFull = now
+	case len(all) > 0 && &all[0] != pl.list, now.Sub(pl.lastFull) >= fullRescan:
 		pl.refresh(all)
+		pl.lastFull = now
+	default:
+		pl.refreshHinted(all)
 	}
-	view, use := pl.view, pl.use
+	pl.hinted.Clear()
+	if len(all) > 0 {
+		pl.list = &all[0]
+	}
+	view := pl.view
 	pl.mu.Unlock()
-	state.Write(preScoreStateKey, &preScoreState{packingView: view, use: use, gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]})
+	state.Write(preScoreStateKey, &preScoreState{packingView: view, gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]})
 	return nil
+}
+
+// Reserve hints that the node changed: the next PreScore looks at it
+// again. Only production changes what PreScore keeps (GPUs are read by
+// Score from the node itself).
+func (pl *InferencePacking) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	pl.hint(pod, nodeName)
+	return nil
+}
+
+// Unreserve hints that the node changed back.
+func (pl *InferencePacking) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) {
+	pl.hint(pod, nodeName)
+}
+
+func (pl *InferencePacking) hint(pod *v1.Pod, nodeName string) {
+	if pl.ready() != nil || !pl.classes.IsProduction(pod) {
+		return
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.hinted == nil {
+		pl.hinted = sets.New[string]()
+	}
+	pl.hinted.Insert(nodeName)
 }
 
 // rebuild starts over: a new tree, or nodes came or went.
@@ -419,26 +438,26 @@ func (pl *InferencePacking) rebuild(tree *fabric.Tree, all []fwk.NodeInfo) {
 		pl.leafOf[i] = id
 	}
 	pl.leafCount = make([]int32, len(leaves))
-	pl.use, pl.chunkGen = newGPUUses(n), make([]uint64, (n+useChunk-1)/useChunk)
 	pl.entries = make([]entry, len(all))
 	for i, ni := range all {
-		e := pl.entryOf(ni)
+		e := pl.entryOf(ni, ni.GetGeneration())
 		pl.entries[i] = e
 		pl.count(e, 1)
-		if e.index >= 0 {
-			pl.use[e.index/useChunk][e.index%useChunk] = e.use
-		}
 	}
 	pl.indexInfos()
 	pl.publish()
 }
 
-// indexInfos makes byInfo from the entries.
+// indexInfos makes byInfo and position from the entries.
 func (pl *InferencePacking) indexInfos() {
 	pl.byInfo = make(map[fwk.NodeInfo]int32, len(pl.entries))
-	for _, e := range pl.entries {
+	pl.position = make(map[string]int32, len(pl.entries))
+	for i, e := range pl.entries {
 		if e.index >= 0 {
 			pl.byInfo[e.info] = e.index
+		}
+		if n := e.info.Node(); n != nil {
+			pl.position[n.Name] = int32(i)
 		}
 	}
 }
@@ -448,34 +467,45 @@ func (pl *InferencePacking) indexInfos() {
 // or a node became or stopped being an overflow node.
 func (pl *InferencePacking) refresh(all []fwk.NodeInfo) {
 	changed, moved := false, false
-	pl.useGen++
-	outer := false // use (the list of chunks) copied in this cycle
 	for i, ni := range all {
-		old := pl.entries[i]
-		if old.info == ni && old.generation == ni.GetGeneration() {
-			continue
-		}
-		e := pl.entryOf(ni)
-		pl.entries[i] = e
-		moved = moved || old.info != ni
-		if e.index >= 0 && pl.use.at(e.index) != e.use {
-			// The last cycle's state holds pl.use: copy what changes.
-			c := e.index / useChunk
-			if !outer {
-				pl.use, outer = slices.Clone(pl.use), true
-			}
-			if pl.chunkGen[c] != pl.useGen {
-				pl.use[c], pl.chunkGen[c] = slices.Clone(pl.use[c]), pl.useGen
-			}
-			pl.use[c][e.index%useChunk] = e.use
-		}
-		if e.index == old.index && e.production == old.production && e.overflow == old.overflow {
-			continue
-		}
-		pl.count(old, -1)
-		pl.count(e, 1)
-		changed = true
+		c, m := pl.refreshAt(i, ni)
+		changed, moved = changed || c, moved || m
 	}
+	pl.republish(changed, moved)
+}
+
+// refreshHinted is refresh of only the hinted nodes.
+func (pl *InferencePacking) refreshHinted(all []fwk.NodeInfo) {
+	changed, moved := false, false
+	for name := range pl.hinted {
+		if i, ok := pl.position[name]; ok {
+			c, m := pl.refreshAt(int(i), all[i])
+			changed, moved = changed || c, moved || m
+		}
+	}
+	pl.republish(changed, moved)
+}
+
+// refreshAt looks again at position i of the node list: changed if what
+// the node contributes changed, moved if the position holds another
+// NodeInfo.
+func (pl *InferencePacking) refreshAt(i int, ni fwk.NodeInfo) (changed, moved bool) {
+	old, generation := pl.entries[i], ni.GetGeneration()
+	if old.info == ni && old.generation == generation {
+		return false, false
+	}
+	e := pl.entryOf(ni, generation)
+	pl.entries[i] = e
+	moved = old.info != ni
+	if e.index == old.index && e.production == old.production && e.overflow == old.overflow {
+		return false, moved
+	}
+	pl.count(old, -1)
+	pl.count(e, 1)
+	return true, moved
+}
+
+func (pl *InferencePacking) republish(changed, moved bool) {
 	if moved {
 		pl.indexInfos()
 	}
@@ -484,9 +514,9 @@ func (pl *InferencePacking) refresh(all []fwk.NodeInfo) {
 	}
 }
 
-// entryOf reads one node.
-func (pl *InferencePacking) entryOf(ni fwk.NodeInfo) entry {
-	e := entry{info: ni, generation: ni.GetGeneration(), index: -1}
+// entryOf reads one node, of that generation.
+func (pl *InferencePacking) entryOf(ni fwk.NodeInfo, generation int64) entry {
+	e := entry{info: ni, generation: generation, index: -1}
 	n := ni.Node()
 	if n == nil {
 		return e
@@ -495,10 +525,6 @@ func (pl *InferencePacking) entryOf(ni fwk.NodeInfo) entry {
 		e.index = int32(i)
 		e.overflow = pl.classes.IsOverflowNode(n)
 		e.production = !e.overflow && pl.runsProduction(ni)
-		e.use = gpuUse{
-			used:  ni.GetRequested().GetScalarResources()[pl.gpu],
-			total: ni.GetAllocatable().GetScalarResources()[pl.gpu],
-		}
 	}
 	return e
 }
@@ -567,29 +593,25 @@ func (pl *InferencePacking) Score(_ context.Context, state fwk.CycleState, _ *v1
 	}
 	s := data.(*preScoreState)
 	var score int64
-	var use gpuUse
 	if i, ok := s.byInfo[nodeInfo]; ok {
-		score, use = int64(s.base[i]), s.use.at(i)
+		score = int64(s.base[i])
 	} else if node := nodeInfo.Node(); node == nil {
 		return 0, nil
-	} else {
+	} else if i, ok := s.tree.NodeIndex(node.Name); ok {
 		// A NodeInfo the last PreScore did not see.
-		if i, ok := s.tree.NodeIndex(node.Name); ok {
-			score = int64(s.base[i])
-		} else if !pl.classes.IsOverflowNode(node) {
-			// A node newer than the fabric tree: physical, nothing known.
-			score = physicalFloor
-		}
-		use = gpuUse{
-			used:  nodeInfo.GetRequested().GetScalarResources()[pl.gpu],
-			total: nodeInfo.GetAllocatable().GetScalarResources()[pl.gpu],
-		}
+		score = int64(s.base[i])
+	} else if !pl.classes.IsOverflowNode(node) {
+		// A node newer than the fabric tree: physical, nothing known.
+		score = physicalFloor
 	}
 	if score == 0 {
 		return 0, nil // an overflow node
 	}
-	if use.total > 0 {
-		score += packTerm * min(use.used+s.gpus, use.total) / use.total
+	// The snapshot does not change during a cycle: its GPUs are read
+	// here, not kept.
+	if total := nodeInfo.GetAllocatable().GetScalarResources()[pl.gpu]; total > 0 {
+		used := nodeInfo.GetRequested().GetScalarResources()[pl.gpu]
+		score += packTerm * min(used+s.gpus, total) / total
 	}
 	return score, nil
 }

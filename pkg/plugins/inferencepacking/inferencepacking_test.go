@@ -27,6 +27,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	testingclock "k8s.io/utils/clock/testing"
 
 	v1alpha1 "github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/apis/config"
@@ -91,7 +92,8 @@ func newPluginWith(tb testing.TB, nodes []*v1.Node, running []*v1.Pod, store *cl
 	}
 	snapshot := cache.NewSnapshot(running, nodes)
 	rt := &sealedRuntime{tracker: tracker, classes: classes, fabric: &config.FabricConfig{GPUResourceName: "nvidia.com/gpu"}, store: store}
-	return &InferencePacking{rt: rt, handle: newHandle(snapshot), waiting: requeue.NewWaiting(nil)}, snapshot
+	return &InferencePacking{rt: rt, handle: newHandle(snapshot), waiting: requeue.NewWaiting(nil),
+		clock: testingclock.NewFakePassiveClock(time.Now())}, snapshot
 }
 
 // sealedRuntime is a runtime sealed with these pieces.
@@ -168,13 +170,18 @@ func TestScoreWorkedExample(t *testing.T) {
 		}
 	}
 
-	// The same NodeInfo changed in place (a new generation): production
-	// on b1 makes leaf-b a production leaf for b2 too.
+	// The same NodeInfo changed in place (a new generation), as when
+	// this profile reserved production on b1: that makes leaf-b a
+	// production leaf for b2 too.
 	byName := map[string]*framework.NodeInfo{}
 	for _, ni := range infos2 {
 		byName[ni.Node().Name] = ni.(*framework.NodeInfo)
 	}
-	byName["b1"].AddPod(pod("serve-2", "b1", "production", "2"))
+	serve2 := pod("serve-2", "b1", "production", "2")
+	byName["b1"].AddPod(serve2)
+	if s := pl.Reserve(ctx, framework.NewCycleState(), serve2, "b1"); !s.IsSuccess() {
+		t.Fatal(s)
+	}
 	state3 := framework.NewCycleState()
 	if s := pl.PreScore(ctx, state3, incoming, infos2); !s.IsSuccess() {
 		t.Fatal(s)
@@ -188,8 +195,8 @@ func TestScoreWorkedExample(t *testing.T) {
 		t.Errorf("after b1 took production, scores (-want,+got):\n%s", diff)
 	}
 
-	// Research taking GPUs on a2 changes only its GPU term; the cycle
-	// before keeps what it saw.
+	// Research taking GPUs on a2 (another profile's pod: no hint)
+	// changes only its GPU term, which Score reads from the node.
 	byName["a2"].AddPod(pod("train-1", "a2", "research", "4"))
 	state4 := framework.NewCycleState()
 	if s := pl.PreScore(ctx, state4, incoming, infos2); !s.IsSuccess() {
@@ -198,11 +205,10 @@ func TestScoreWorkedExample(t *testing.T) {
 	if score, _ := pl.Score(ctx, state4, incoming, byName["a2"]); score != 40+10*5/8 {
 		t.Errorf("a2 with 4 GPUs taken scores %d, want 46", score)
 	}
-	if score, _ := pl.Score(ctx, state3, incoming, byName["a2"]); score != 41 {
-		t.Errorf("the cycle before a2 took GPUs scores it %d, want 41 as it saw it", score)
-	}
-	if score, _ := pl.Score(ctx, state2, incoming, byName["b1"]); score != 41 {
-		t.Errorf("the cycle before b1 took production scores it %d, want 41 as it saw it", score)
+	// The cycle before b1 took production keeps what it saw of
+	// production (its GPUs are read from the node: 2 taken).
+	if score, _ := pl.Score(ctx, state2, incoming, byName["b1"]); score != 40+10*3/8 {
+		t.Errorf("the cycle before b1 took production scores it %d, want 43", score)
 	}
 }
 
@@ -212,8 +218,7 @@ func TestScoreWorkedExample(t *testing.T) {
 // production moves around.
 func TestIncrementalMatchesFresh(t *testing.T) {
 	var nodes []*v1.Node
-	// More nodes than three chunks of the GPU use (useChunk).
-	for i := range 3*useChunk + 10 {
+	for i := range 200 {
 		nodes = append(nodes, node(fmt.Sprintf("n%03d", i), fmt.Sprintf("leaf-%d", i/4)))
 	}
 	for i := range 2 {
