@@ -266,15 +266,7 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 // nodes (half of them running production) when nothing changed since the
 // last cycle, the steady state of a busy scheduler.
 func BenchmarkPreScore(b *testing.B) {
-	var nodes []*v1.Node
-	var running []*v1.Pod
-	for i := range 5000 {
-		name := fmt.Sprintf("n%04d", i)
-		nodes = append(nodes, node(name, fmt.Sprintf("leaf-%03d", i/32)))
-		if i%2 == 0 {
-			running = append(running, pod("serve-"+name, name, "production", "2"))
-		}
-	}
+	nodes, running := halfServing(5000, 32)
 	pl, snapshot := newPlugin(b, nodes, running)
 	infos, err := snapshot.NodeInfos().List()
 	if err != nil {
@@ -295,6 +287,21 @@ func BenchmarkPreScore(b *testing.B) {
 			}
 		}
 	}
+}
+
+// halfServing is n nodes named n0000..., perLeaf to a leaf switch, the
+// even ones running a 2-GPU production pod.
+func halfServing(n, perLeaf int) ([]*v1.Node, []*v1.Pod) {
+	var nodes []*v1.Node
+	var running []*v1.Pod
+	for i := range n {
+		name := fmt.Sprintf("n%04d", i)
+		nodes = append(nodes, node(name, fmt.Sprintf("leaf-%03d", i/perLeaf)))
+		if i%2 == 0 {
+			running = append(running, pod("serve-"+name, name, "production", "2"))
+		}
+	}
+	return nodes, running
 }
 
 // TestFilterSkippedUnlessClaimed: Filter runs only for production, and

@@ -5,7 +5,6 @@ package inferencepacking
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,15 +32,7 @@ func (c countingInfo) GetGeneration() int64 {
 // SchedulingBasic run); a cycle after this profile reserved production on
 // a node reads that node alone and scores it as running production.
 func TestPreScoreLooksOnlyAtHintedNodes(t *testing.T) {
-	var nodes []*v1.Node
-	var running []*v1.Pod
-	for i := range 200 {
-		name := fmt.Sprintf("n%03d", i)
-		nodes = append(nodes, node(name, fmt.Sprintf("leaf-%02d", i/8)))
-		if i%2 == 0 {
-			running = append(running, pod("serve-"+name, name, "production", "2"))
-		}
-	}
+	nodes, running := halfServing(200, 8)
 	pl, snapshot := newPlugin(t, nodes, running)
 	list, err := snapshot.NodeInfos().List()
 	if err != nil {
@@ -114,19 +105,19 @@ func checkHinted(t *testing.T, pl *InferencePacking, infos []fwk.NodeInfo, reads
 		}
 		return s
 	}
-	// n001 runs nothing; its leaf (n000-n007) runs production.
+	// n0001 runs nothing; its leaf (n0000-n0007) runs production.
 	var n000, n001 fwk.NodeInfo
 	for _, ni := range infos {
 		switch ni.Node().Name {
-		case "n000":
+		case "n0000":
 			n000 = ni
-		case "n001":
+		case "n0001":
 			n001 = ni
 		}
 	}
-	serve := pod("serve-n001", "n001", "production", "2")
+	serve := pod("serve-n0001", "n0001", "production", "2")
 	n001.(countingInfo).NodeInfo.(*framework.NodeInfo).AddPod(serve)
-	if s := pl.Reserve(ctx, framework.NewCycleState(), serve, "n001"); !s.IsSuccess() {
+	if s := pl.Reserve(ctx, framework.NewCycleState(), serve, "n0001"); !s.IsSuccess() {
 		t.Fatal(s)
 	}
 	*reads = 0
@@ -135,21 +126,23 @@ func checkHinted(t *testing.T, pl *InferencePacking, infos []fwk.NodeInfo, reads
 		t.Errorf("a cycle after production was reserved on one node read %d nodes, want 1", *reads)
 	}
 	if got, want := score(state, n001), int64(40+30+20+10*3/8); got != want {
-		t.Errorf("n001 with production reserved scores %d, want %d", got, want)
+		t.Errorf("n0001 with production reserved scores %d, want %d", got, want)
 	}
 
-	// n000's production leaves without a hint.
-	n000.(countingInfo).NodeInfo.(*framework.NodeInfo).RemovePod(klogDiscard(), running(n000)[0])
+	// n0000's production leaves without a hint.
+	if err := n000.(countingInfo).NodeInfo.(*framework.NodeInfo).RemovePod(klogDiscard(), running(n000)[0]); err != nil {
+		t.Fatal(err)
+	}
 	*reads = 0
 	state = preScore()
 	if got, want := score(state, n000), int64(40+30+20+10*1/8); *reads != 0 || got != want {
-		t.Errorf("before fullRescan passed: read %d nodes and n000 scores %d, want 0 and %d (not yet seen)", *reads, got, want)
+		t.Errorf("before fullRescan passed: read %d nodes and n0000 scores %d, want 0 and %d (not yet seen)", *reads, got, want)
 	}
 	pl.clock.(*testingclock.FakePassiveClock).SetTime(pl.clock.Now().Add(fullRescan))
 	*reads = 0
 	state = preScore()
 	if got, want := score(state, n000), int64(40+20+10*1/8); *reads != len(infos) || got != want {
-		t.Errorf("once fullRescan passed: read %d nodes and n000 scores %d, want %d and %d", *reads, got, len(infos), want)
+		t.Errorf("once fullRescan passed: read %d nodes and n0000 scores %d, want %d and %d", *reads, got, len(infos), want)
 	}
 }
 
