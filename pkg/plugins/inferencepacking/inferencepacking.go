@@ -362,8 +362,9 @@ func (s *preScoreState) Clone() fwk.StateData { return s }
 // cycles it rescans only the nodes Reserve or Unreserve hinted (a pointer
 // and a generation compared per node), and every node once per
 // fullRescan or when the node list changed, so a steady stream of pods
-// costs no pass over the cluster's nodes.
-func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+// costs no pass over the cluster's nodes. It skips scoring when the score
+// would be the same on every candidate (sameEverywhere).
+func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	if err := pl.ready(); err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -393,8 +394,32 @@ func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, po
 	}
 	view := pl.view
 	pl.mu.Unlock()
-	state.Write(preScoreStateKey, &preScoreState{packingView: view, gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]})
+	s := &preScoreState{packingView: view, gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]}
+	if s.gpus == 0 && !pl.classes.IsProduction(pod) && pl.sameEverywhere(s, nodes) {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	state.Write(preScoreStateKey, s)
 	return nil
+}
+
+// sameEverywhere says whether every candidate scores the same, so that
+// the score orders nothing and the cycle need not run it. It is asked
+// only for pods that are not production and ask for no GPUs: placing such
+// a pod changes no node's score, so when the scheduler places the next
+// pods alike from this cycle's ranking (opportunistic batching rescores
+// only the node it last chose), their own placements never make it mix
+// nodes this plugin scored with nodes it did not.
+func (pl *InferencePacking) sameEverywhere(s *preScoreState, nodes []fwk.NodeInfo) bool {
+	if len(nodes) == 0 {
+		return true
+	}
+	first := pl.scoreOf(s, nodes[0])
+	for _, ni := range nodes[1:] {
+		if pl.scoreOf(s, ni) != first {
+			return false
+		}
+	}
+	return true
 }
 
 // Reserve hints that the node changed: the next PreScore looks at it
@@ -591,12 +616,16 @@ func (pl *InferencePacking) Score(_ context.Context, state fwk.CycleState, _ *v1
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	s := data.(*preScoreState)
+	return pl.scoreOf(data.(*preScoreState), nodeInfo), nil
+}
+
+// scoreOf is Score's answer for a node.
+func (pl *InferencePacking) scoreOf(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 	var score int64
 	if i, ok := s.byInfo[nodeInfo]; ok {
 		score = int64(s.base[i])
 	} else if node := nodeInfo.Node(); node == nil {
-		return 0, nil
+		return 0
 	} else if i, ok := s.tree.NodeIndex(node.Name); ok {
 		// A NodeInfo the last PreScore did not see.
 		score = int64(s.base[i])
@@ -605,7 +634,7 @@ func (pl *InferencePacking) Score(_ context.Context, state fwk.CycleState, _ *v1
 		score = physicalFloor
 	}
 	if score == 0 {
-		return 0, nil // an overflow node
+		return 0 // an overflow node
 	}
 	// The snapshot does not change during a cycle: its GPUs are read
 	// here, not kept.
@@ -613,7 +642,7 @@ func (pl *InferencePacking) Score(_ context.Context, state fwk.CycleState, _ *v1
 		used := nodeInfo.GetRequested().GetScalarResources()[pl.gpu]
 		score += packTerm * min(used+s.gpus, total) / total
 	}
-	return score, nil
+	return score
 }
 
 // ScoreExtensions returns nil: scores are already in [0, 100].
