@@ -116,6 +116,9 @@ type InferencePacking struct {
 	overflowCount []int32
 	nodeCount     []int32
 	leafCount     []int32
+	// outside counts the positions of the list whose node the tree does
+	// not have.
+	outside int32
 	// byInfo is the tree node index of each of the snapshot's NodeInfos,
 	// which stay the same objects while their node exists: Score finds a
 	// node by the pointer it is given, not by hashing and comparing its
@@ -151,6 +154,10 @@ type packingView struct {
 	tree   *fabric.Tree
 	byInfo map[fwk.NodeInfo]int32
 	base   []int8 // by tree node index
+	// uniform: every node of the list is in the tree and has the same
+	// base (no production and no overflow node, or production
+	// everywhere).
+	uniform bool
 }
 
 var (
@@ -403,21 +410,27 @@ func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, po
 }
 
 // sameEverywhere says whether every candidate scores the same, so that
-// the score orders nothing and the cycle need not run it. It is asked
+// the score orders nothing and the cycle need not run it: every node has
+// the same base (the view is uniform) and the same GPU term. It is asked
 // only for pods that are not production and ask for no GPUs: placing such
 // a pod changes no node's score, so when the scheduler places the next
 // pods alike from this cycle's ranking (opportunistic batching rescores
 // only the node it last chose), their own placements never make it mix
 // nodes this plugin scored with nodes it did not.
 func (pl *InferencePacking) sameEverywhere(s *preScoreState, nodes []fwk.NodeInfo) bool {
-	if len(nodes) == 0 {
-		return true
+	if !s.uniform {
+		return false
 	}
-	first := pl.scoreOf(s, nodes[0])
-	for _, ni := range nodes[1:] {
-		if pl.scoreOf(s, ni) != first {
+	first := int64(-1)
+	for _, ni := range nodes {
+		var term int64
+		if total := ni.GetAllocatable().GetScalarResources()[pl.gpu]; total > 0 {
+			term = packTerm * min(ni.GetRequested().GetScalarResources()[pl.gpu], total) / total
+		}
+		if first >= 0 && term != first {
 			return false
 		}
+		first = term
 	}
 	return true
 }
@@ -463,6 +476,7 @@ func (pl *InferencePacking) rebuild(tree *fabric.Tree, all []fwk.NodeInfo) {
 		pl.leafOf[i] = id
 	}
 	pl.leafCount = make([]int32, len(leaves))
+	pl.outside = 0
 	pl.entries = make([]entry, len(all))
 	for i, ni := range all {
 		e := pl.entryOf(ni, ni.GetGeneration())
@@ -557,6 +571,7 @@ func (pl *InferencePacking) entryOf(ni fwk.NodeInfo, generation int64) entry {
 // count adds (delta 1) or removes (-1) what an entry contributes.
 func (pl *InferencePacking) count(e entry, delta int32) {
 	if e.index < 0 {
+		pl.outside += delta
 		return
 	}
 	if e.overflow {
@@ -584,6 +599,10 @@ func (pl *InferencePacking) publish() {
 			b += leafTerm
 		}
 		v.base[i] = int8(b)
+	}
+	v.uniform = pl.outside == 0
+	for _, b := range v.base {
+		v.uniform = v.uniform && b == v.base[0]
 	}
 	pl.view = v
 }

@@ -5,10 +5,13 @@ package inferencepacking
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
@@ -37,6 +40,8 @@ func TestPreScoreSkipsWhenEveryNodeScoresTheSame(t *testing.T) {
 		pod     *v1.Pod
 		// only: the candidates PreScore is given, all nodes when empty.
 		only []string
+		// late: a node the snapshot has and the fabric tree not yet.
+		late *v1.Node
 		skip bool
 	}{{
 		name:  "CPU pod, CPU nodes, nothing running",
@@ -48,10 +53,17 @@ func TestPreScoreSkipsWhenEveryNodeScoresTheSame(t *testing.T) {
 		running: []*v1.Pod{cpuPod("web", "a1", ""), pod("train", "b1", "research", "0")},
 		pod:     cpuPod("p", "", ""), skip: true,
 	}, {
+		name:    "production on every node",
+		nodes:   []*v1.Node{cpuNode("a1", "a"), cpuNode("b1", "b")},
+		running: []*v1.Pod{cpuPod("serve-a", "a1", "production"), cpuPod("serve-b", "b1", "production")},
+		pod:     cpuPod("p", "", ""), skip: true,
+	}, {
+		// The plugin does not look for candidates that happen to score
+		// the same in a cluster where nodes differ: it scores.
 		name:    "production runs on a node the pod cannot go to",
 		nodes:   []*v1.Node{cpuNode("a1", "a"), cpuNode("b1", "b"), cpuNode("b2", "b")},
 		running: []*v1.Pod{cpuPod("serve", "a1", "production")},
-		pod:     cpuPod("p", "", ""), only: []string{"b1", "b2"}, skip: true,
+		pod:     cpuPod("p", "", ""), only: []string{"b1", "b2"},
 	}, {
 		name:    "production runs on a candidate",
 		nodes:   []*v1.Node{cpuNode("a1", "a"), cpuNode("a2", "a"), cpuNode("b1", "b")},
@@ -72,6 +84,11 @@ func TestPreScoreSkipsWhenEveryNodeScoresTheSame(t *testing.T) {
 		nodes: []*v1.Node{cpuNode("a1", "a"), vk},
 		pod:   cpuPod("p", "", ""),
 	}, {
+		name:  "an overflow node the fabric tree does not have yet",
+		nodes: []*v1.Node{cpuNode("a1", "a"), cpuNode("a2", "a")},
+		late:  vk,
+		pod:   cpuPod("p", "", ""),
+	}, {
 		name:  "a pod that asks for GPUs",
 		nodes: []*v1.Node{node("a1", "a"), node("a2", "a")},
 		pod:   pod("p", "", "", "1"),
@@ -84,6 +101,10 @@ func TestPreScoreSkipsWhenEveryNodeScoresTheSame(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			pl, snapshot := newPlugin(t, tc.nodes, tc.running)
+			if tc.late != nil {
+				snapshot = cache.NewSnapshot(tc.running, append(tc.nodes, tc.late))
+				pl.handle = newHandle(snapshot)
+			}
 			all, err := snapshot.NodeInfos().List()
 			if err != nil {
 				t.Fatal(err)
@@ -111,17 +132,69 @@ func TestPreScoreSkipsWhenEveryNodeScoresTheSame(t *testing.T) {
 			if !s.IsSuccess() {
 				t.Fatal(s)
 			}
-			scores := map[int64]bool{}
 			for _, ni := range candidates {
-				score, s := pl.Score(ctx, state, tc.pod, ni)
-				if !s.IsSuccess() {
+				if _, s := pl.Score(ctx, state, tc.pod, ni); !s.IsSuccess() {
 					t.Fatal(s)
 				}
-				scores[score] = true
-			}
-			if len(scores) < 2 && tc.pod.Spec.PriorityClassName == "" && tc.pod.Spec.Containers[0].Resources.Requests.Name("nvidia.com/gpu", "").IsZero() {
-				t.Errorf("scored although every candidate scores the same: %v", scores)
 			}
 		})
+	}
+}
+
+// TestPreScoreSkipsOnlyWhenScoresAreEqual: on random clusters (production,
+// research GPUs, an overflow node, random candidates), whenever PreScore
+// skips a pod that is neither production nor asks for GPUs, Score would
+// have given every candidate the same score.
+func TestPreScoreSkipsOnlyWhenScoresAreEqual(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 16))
+	incoming := st.MakePod().Name("p").Namespace("ns").UID("p").Req(map[v1.ResourceName]string{"cpu": "100m"}).Obj()
+	skipped := 0
+	for round := range 400 {
+		var nodes []*v1.Node
+		var running []*v1.Pod
+		for i := range 2 + rng.IntN(8) {
+			name := fmt.Sprintf("n%d", i)
+			nodes = append(nodes, node(name, fmt.Sprintf("leaf-%d", i/3)))
+			switch rng.IntN(12) {
+			case 0:
+				running = append(running, pod("serve-"+name, name, "production", "1"))
+			case 1:
+				running = append(running, pod("train-"+name, name, "research", "8"))
+			}
+		}
+		if rng.IntN(10) == 0 {
+			nodes = append(nodes, st.MakeNode().Name("vk").Label("type", "virtual-kubelet").Capacity(map[v1.ResourceName]string{"pods": "5000", "nvidia.com/gpu": "64"}).Obj())
+		}
+		pl, snapshot := newPlugin(t, nodes, running)
+		all, err := snapshot.NodeInfos().List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var candidates []fwk.NodeInfo
+		for _, ni := range all {
+			if rng.IntN(3) > 0 {
+				candidates = append(candidates, ni)
+			}
+		}
+		ctx := context.Background()
+		s := pl.PreScore(ctx, framework.NewCycleState(), incoming, candidates)
+		if s.Code() != fwk.Skip {
+			continue
+		}
+		skipped++
+		// What Score would have given each candidate.
+		state := &preScoreState{packingView: pl.view}
+		scores := map[string]int64{}
+		for _, ni := range candidates {
+			scores[ni.Node().Name] = pl.scoreOf(state, ni)
+		}
+		for _, v := range scores {
+			if v != scores[candidates[0].Node().Name] {
+				t.Fatalf("round %d: skipped although the candidates score %v", round, scores)
+			}
+		}
+	}
+	if skipped == 0 {
+		t.Fatal("no round skipped: the test checks nothing")
 	}
 }
