@@ -421,18 +421,23 @@ func (pl *InferencePacking) sameEverywhere(s *preScoreState, nodes []fwk.NodeInf
 	if !s.uniform {
 		return false
 	}
-	first := int64(-1)
-	for _, ni := range nodes {
-		var term int64
-		if total := ni.GetAllocatable().GetScalarResources()[pl.gpu]; total > 0 {
-			term = packTerm * min(ni.GetRequested().GetScalarResources()[pl.gpu], total) / total
-		}
-		if first >= 0 && term != first {
+	for _, ni := range nodes[min(1, len(nodes)):] {
+		if pl.gpuTerm(ni, 0) != pl.gpuTerm(nodes[0], 0) {
 			return false
 		}
-		first = term
 	}
 	return true
+}
+
+// gpuTerm is the packing term of a node for a pod of gpus GPUs: 10 x its
+// GPU allocation after the pod. The snapshot does not change during a
+// cycle: GPUs are read from the node, not kept.
+func (pl *InferencePacking) gpuTerm(ni fwk.NodeInfo, gpus int64) int64 {
+	total := ni.GetAllocatable().GetScalarResources()[pl.gpu]
+	if total <= 0 {
+		return 0
+	}
+	return packTerm * min(ni.GetRequested().GetScalarResources()[pl.gpu]+gpus, total) / total
 }
 
 // Reserve hints that the node changed: the next PreScore looks at it
@@ -586,23 +591,19 @@ func (pl *InferencePacking) count(e entry, delta int32) {
 // publish makes a new view from the counts; cycles holding the old one
 // keep it.
 func (pl *InferencePacking) publish() {
-	v := &packingView{tree: pl.tree, byInfo: pl.byInfo, base: make([]int8, len(pl.nodeCount))}
+	v := &packingView{tree: pl.tree, byInfo: pl.byInfo, base: make([]int8, len(pl.nodeCount)), uniform: pl.outside == 0}
 	for i := range v.base {
-		if pl.overflowCount[i] > 0 {
-			continue
+		if pl.overflowCount[i] == 0 {
+			b := physicalFloor
+			if pl.nodeCount[i] > 0 {
+				b += nodeTerm
+			}
+			if pl.leafCount[pl.leafOf[i]] > 0 {
+				b += leafTerm
+			}
+			v.base[i] = int8(b)
 		}
-		b := physicalFloor
-		if pl.nodeCount[i] > 0 {
-			b += nodeTerm
-		}
-		if pl.leafCount[pl.leafOf[i]] > 0 {
-			b += leafTerm
-		}
-		v.base[i] = int8(b)
-	}
-	v.uniform = pl.outside == 0
-	for _, b := range v.base {
-		v.uniform = v.uniform && b == v.base[0]
+		v.uniform = v.uniform && v.base[i] == v.base[0]
 	}
 	pl.view = v
 }
@@ -655,13 +656,7 @@ func (pl *InferencePacking) scoreOf(s *preScoreState, nodeInfo fwk.NodeInfo) int
 	if score == 0 {
 		return 0 // an overflow node
 	}
-	// The snapshot does not change during a cycle: its GPUs are read
-	// here, not kept.
-	if total := nodeInfo.GetAllocatable().GetScalarResources()[pl.gpu]; total > 0 {
-		used := nodeInfo.GetRequested().GetScalarResources()[pl.gpu]
-		score += packTerm * min(used+s.gpus, total) / total
-	}
-	return score
+	return score + pl.gpuTerm(nodeInfo, s.gpus)
 }
 
 // ScoreExtensions returns nil: scores are already in [0, 100].
