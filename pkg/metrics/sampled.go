@@ -7,8 +7,10 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/component-base/metrics"
+	"k8s.io/utils/clock"
 )
 
 // Gauge is a gauge read when /metrics is scraped, from state its owner
@@ -117,5 +119,38 @@ func (c *sampled) CollectWithStability(ch chan<- metrics.Metric) {
 	}
 	for _, s := range samplers {
 		s(emit)
+	}
+}
+
+// Reused makes s reuse its last sample for scrapes less than maxAge after
+// it: a sampler that sums over the cluster (thousands of nodes) costs the
+// scheduler's CPU at every scrape, and scrapers more frequent than
+// maxAge (a second Prometheus of an HA pair, a harness gathering every
+// second) need not pay it again. Scrapes at the usual intervals (15 s and
+// more) always sample.
+func Reused(s Sampler, maxAge time.Duration, clock clock.PassiveClock) Sampler {
+	type value struct {
+		gauge  *Gauge
+		value  float64
+		labels []string
+	}
+	var (
+		mu     sync.Mutex
+		at     time.Time
+		values []value
+	)
+	return func(emit Emit) {
+		mu.Lock()
+		if values == nil || clock.Since(at) >= maxAge {
+			at, values = clock.Now(), []value{}
+			s(func(g *Gauge, v float64, labelValues ...string) {
+				values = append(values, value{g, v, labelValues})
+			})
+		}
+		last := values
+		mu.Unlock()
+		for _, v := range last {
+			emit(v.gauge, v.value, v.labels...)
+		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/kubernetes/pkg/features"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	"k8s.io/utils/clock"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
@@ -218,7 +219,8 @@ func (rt *Runtime) build() error {
 	if err != nil {
 		return err
 	}
-	context.AfterFunc(ctx, metrics.SetSampler("capacity", capacitySampler(gpus, rt.classes, rt.tracker, gpu)))
+	context.AfterFunc(ctx, metrics.SetSampler("capacity",
+		metrics.Reused(capacitySampler(gpus, rt.classes, rt.tracker, gpu), capacitySampleMaxAge, clock.RealClock{})))
 	if slurmCfg.Endpoint != "" {
 		var client *slurm.Client
 		if rt.slurmView, client, err = startSlurm(ctx, &slurmCfg, v1.ResourceName(rt.fabricCfg.GPUResourceName)); err != nil {
