@@ -174,6 +174,15 @@ func (r *Controller) physical(name string) bool {
 	return err == nil && !r.cfg.Classes.IsOverflowNode(n)
 }
 
+// onOverflowNode reports whether a pod is bound to an overflow node.
+func (r *Controller) onOverflowNode(p *v1.Pod) bool {
+	if p.Spec.NodeName == "" {
+		return false
+	}
+	n, err := r.nodes.Get(p.Spec.NodeName)
+	return err == nil && r.cfg.Classes.IsOverflowNode(n)
+}
+
 // Tick looks once: counts, waits for the running wave, and starts the next.
 func (r *Controller) Tick(ctx context.Context) {
 	logger := klog.FromContext(ctx)
@@ -182,17 +191,9 @@ func (r *Controller) Tick(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	nodes, err := r.nodes.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	byName := make(map[string]*v1.Node, len(nodes))
-	for _, n := range nodes {
-		byName[n.Name] = n
-	}
 	onOverflow := 0
 	for _, p := range pods {
-		if r.cfg.Classes.IsProduction(p) && r.cfg.Classes.IsOverflowNode(byName[p.Spec.NodeName]) {
+		if r.cfg.Classes.IsProduction(p) && r.onOverflowNode(p) {
 			onOverflow++
 		}
 	}
@@ -225,7 +226,7 @@ func (r *Controller) Tick(ctx context.Context) {
 			delete(r.lastWave, budget)
 		}
 	}
-	ready := r.movable(ctx, pods, nodes, byName, now)
+	ready := r.movable(ctx, pods, now)
 	if len(ready) == 0 {
 		return
 	}
@@ -293,16 +294,21 @@ func (r *Controller) timedOut(ctx context.Context, budget string, w *wave) {
 
 // movable returns the production pods on overflow nodes for which physical
 // room has been free for the hysteresis window, oldest first.
-func (r *Controller) movable(ctx context.Context, pods []*v1.Pod, nodes []*v1.Node, byName map[string]*v1.Node, now time.Time) []*v1.Pod {
+func (r *Controller) movable(ctx context.Context, pods []*v1.Pod, now time.Time) []*v1.Pod {
 	var candidates []*v1.Pod
 	for _, p := range pods {
-		if r.cfg.Classes.Eligible(p) && r.cfg.Classes.IsOverflowNode(byName[p.Spec.NodeName]) && podReady(p) {
+		if r.cfg.Classes.Eligible(p) && r.onOverflowNode(p) && podReady(p) {
 			candidates = append(candidates, p)
 		}
 	}
 	if len(candidates) == 0 {
-		// Nothing to return (nearly always): no snapshot of the cluster.
+		// Nothing to return (nearly always): no look at the nodes, no
+		// snapshot of the cluster.
 		clear(r.fitsSince)
+		return nil
+	}
+	nodes, err := r.nodes.List(labels.Everything())
+	if err != nil {
 		return nil
 	}
 	snap := r.physicalSnapshot(pods, nodes)
