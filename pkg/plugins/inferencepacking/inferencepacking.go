@@ -402,7 +402,7 @@ func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, po
 	view := pl.view
 	pl.mu.Unlock()
 	s := &preScoreState{packingView: view, gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]}
-	if !pl.classes.IsProduction(pod) && pl.sameEverywhere(s, nodes) {
+	if s.gpus == 0 && !pl.classes.IsProduction(pod) && pl.sameEverywhere(s, nodes) {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	state.Write(preScoreStateKey, s)
@@ -412,25 +412,14 @@ func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, po
 // sameEverywhere says whether every candidate scores the same, so that
 // the score orders nothing and the cycle need not run it: every node has
 // the same base (the view is uniform) and the same GPU term. It is asked
-// only for pods that are not production, whose placement changes no
-// node's base. A pod that asks for no GPUs changes no GPU term either; a
-// pod that asks for GPUs skips only when it fills every candidate (8-GPU
-// pods on 8-GPU nodes), so the node it is placed on fits no pod of its
-// shape again. Either way, when the scheduler places the next pods alike
-// from this cycle's ranking (opportunistic batching rescores only the
-// node it last chose, if that still fits), their own placements never
-// make it mix nodes this plugin scored with nodes it did not.
+// only for pods that are not production and ask for no GPUs: placing such
+// a pod changes no node's score, so when the scheduler places the next
+// pods alike from this cycle's ranking (opportunistic batching rescores
+// only the node it last chose), their own placements never make it mix
+// nodes this plugin scored with nodes it did not.
 func (pl *InferencePacking) sameEverywhere(s *preScoreState, nodes []fwk.NodeInfo) bool {
 	if !s.uniform {
 		return false
-	}
-	if s.gpus > 0 {
-		for _, ni := range nodes {
-			if pl.freeGPUs(ni) != s.gpus {
-				return false
-			}
-		}
-		return true
 	}
 	for _, ni := range nodes[min(1, len(nodes)):] {
 		if pl.gpuTerm(ni, 0) != pl.gpuTerm(nodes[0], 0) {
@@ -438,11 +427,6 @@ func (pl *InferencePacking) sameEverywhere(s *preScoreState, nodes []fwk.NodeInf
 		}
 	}
 	return true
-}
-
-// freeGPUs is a node's allocatable GPUs less those requested.
-func (pl *InferencePacking) freeGPUs(ni fwk.NodeInfo) int64 {
-	return ni.GetAllocatable().GetScalarResources()[pl.gpu] - ni.GetRequested().GetScalarResources()[pl.gpu]
 }
 
 // gpuTerm is the packing term of a node for a pod of gpus GPUs: 10 x its
