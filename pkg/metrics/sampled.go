@@ -124,11 +124,12 @@ func (c *sampled) CollectWithStability(ch chan<- metrics.Metric) {
 
 // Reused makes s reuse its last sample for scrapes less than maxAge after
 // it: a sampler that sums over the cluster (thousands of nodes) costs the
-// scheduler's CPU at every scrape, and scrapers more frequent than
-// maxAge (a second Prometheus of an HA pair, a harness gathering every
-// second) need not pay it again. Scrapes at the usual intervals (15 s and
-// more) always sample.
-func Reused(s Sampler, maxAge time.Duration, clock clock.PassiveClock) Sampler {
+// scheduler's CPU at every scrape, and scrapers more frequent than maxAge
+// (a second Prometheus of an HA pair, a harness gathering every second)
+// need not pay it again. With a maxAge below the scrape interval, scrapes
+// at the usual intervals (15 s and more) always sample. A sample that
+// emitted nothing (its sources not ready) is reused too.
+func Reused(s Sampler, maxAge time.Duration, clk clock.PassiveClock) Sampler {
 	type value struct {
 		gauge  *Gauge
 		value  float64
@@ -139,17 +140,21 @@ func Reused(s Sampler, maxAge time.Duration, clock clock.PassiveClock) Sampler {
 		at     time.Time
 		values []value
 	)
-	return func(emit Emit) {
+	sample := func() []value {
 		mu.Lock()
-		if values == nil || clock.Since(at) >= maxAge {
-			at, values = clock.Now(), []value{}
-			s(func(g *Gauge, v float64, labelValues ...string) {
-				values = append(values, value{g, v, labelValues})
-			})
+		defer mu.Unlock()
+		if values != nil && clk.Since(at) < maxAge {
+			return values
 		}
-		last := values
-		mu.Unlock()
-		for _, v := range last {
+		now, fresh := clk.Now(), []value{}
+		s(func(g *Gauge, v float64, labelValues ...string) {
+			fresh = append(fresh, value{g, v, labelValues})
+		})
+		at, values = now, fresh
+		return values
+	}
+	return func(emit Emit) {
+		for _, v := range sample() {
 			emit(v.gauge, v.value, v.labels...)
 		}
 	}

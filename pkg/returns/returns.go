@@ -297,7 +297,7 @@ func (r *Controller) timedOut(ctx context.Context, budget string, w *wave) {
 func (r *Controller) movable(ctx context.Context, pods []*v1.Pod, now time.Time) []*v1.Pod {
 	var candidates []*v1.Pod
 	for _, p := range pods {
-		if r.cfg.Classes.Eligible(p) && r.onOverflowNode(p) && podReady(p) {
+		if r.cfg.Classes.Eligible(p) && podReady(p) && r.onOverflowNode(p) {
 			candidates = append(candidates, p)
 		}
 	}
