@@ -421,8 +421,12 @@ func (pl *InferencePacking) sameEverywhere(s *preScoreState, nodes []fwk.NodeInf
 	if !s.uniform {
 		return false
 	}
-	for _, ni := range nodes[min(1, len(nodes)):] {
-		if pl.gpuTerm(ni, 0) != pl.gpuTerm(nodes[0], 0) {
+	if len(nodes) == 0 {
+		return true
+	}
+	first := pl.gpuTerm(nodes[0], 0)
+	for _, ni := range nodes[1:] {
+		if pl.gpuTerm(ni, 0) != first {
 			return false
 		}
 	}
