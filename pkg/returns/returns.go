@@ -170,17 +170,21 @@ func (r *Controller) waves() map[string]*wave {
 
 // physical reports whether a node is a physical (not overflow) node.
 func (r *Controller) physical(name string) bool {
-	n, err := r.nodes.Get(name)
-	return err == nil && !r.cfg.Classes.IsOverflowNode(n)
+	known, overflow := r.nodeKind(name)
+	return known && !overflow
 }
 
-// onOverflowNode reports whether a pod is bound to an overflow node.
-func (r *Controller) onOverflowNode(p *v1.Pod) bool {
-	if p.Spec.NodeName == "" {
-		return false
+// nodeKind reports whether node name exists and whether it is an
+// overflow node.
+func (r *Controller) nodeKind(name string) (known, overflow bool) {
+	if name == "" {
+		return false, false
 	}
-	n, err := r.nodes.Get(p.Spec.NodeName)
-	return err == nil && r.cfg.Classes.IsOverflowNode(n)
+	n, err := r.nodes.Get(name)
+	if err != nil {
+		return false, false
+	}
+	return true, r.cfg.Classes.IsOverflowNode(n)
 }
 
 // Tick looks once: counts, waits for the running wave, and starts the next.
@@ -191,13 +195,16 @@ func (r *Controller) Tick(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	onOverflow := 0
+	var onOverflow []*v1.Pod
 	for _, p := range pods {
-		if r.cfg.Classes.IsProduction(p) && r.onOverflowNode(p) {
-			onOverflow++
+		if !r.cfg.Classes.IsProduction(p) {
+			continue
+		}
+		if _, overflow := r.nodeKind(p.Spec.NodeName); overflow {
+			onOverflow = append(onOverflow, p)
 		}
 	}
-	metrics.ProductionOnOverflow.Set(float64(onOverflow))
+	metrics.ProductionOnOverflow.Set(float64(len(onOverflow)))
 
 	gone := func(p *v1.Pod) bool {
 		cur, err := r.pods.Pods(p.Namespace).Get(p.Name)
@@ -226,7 +233,7 @@ func (r *Controller) Tick(ctx context.Context) {
 			delete(r.lastWave, budget)
 		}
 	}
-	ready := r.movable(ctx, pods, now)
+	ready := r.movable(ctx, pods, onOverflow, now)
 	if len(ready) == 0 {
 		return
 	}
@@ -292,12 +299,13 @@ func (r *Controller) timedOut(ctx context.Context, budget string, w *wave) {
 	}
 }
 
-// movable returns the production pods on overflow nodes for which physical
-// room has been free for the hysteresis window, oldest first.
-func (r *Controller) movable(ctx context.Context, pods []*v1.Pod, now time.Time) []*v1.Pod {
+// movable returns the production pods on overflow nodes (onOverflow, of
+// pods) for which physical room has been free for the hysteresis window,
+// oldest first.
+func (r *Controller) movable(ctx context.Context, pods, onOverflow []*v1.Pod, now time.Time) []*v1.Pod {
 	var candidates []*v1.Pod
-	for _, p := range pods {
-		if r.cfg.Classes.Eligible(p) && podReady(p) && r.onOverflowNode(p) {
+	for _, p := range onOverflow {
+		if r.cfg.Classes.Eligible(p) && podReady(p) {
 			candidates = append(candidates, p)
 		}
 	}
