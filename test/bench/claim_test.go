@@ -269,7 +269,7 @@ func (r *claimRun) startOverflowNode(tCtx ktesting.TContext) error {
 
 // finish waits until production is back and returns the figures.
 func (r *claimRun) finish(tCtx ktesting.TContext, workload string) (benchfmt.Availability, error) {
-	err := wait.PollUntilContextTimeout(tCtx, 200*time.Millisecond, 20*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(tCtx, 200*time.Millisecond, returnTimeout, true, func(context.Context) (bool, error) {
 		r.step() // AllReady may turn true between events of other kinds
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -277,14 +277,18 @@ func (r *claimRun) finish(tCtx ktesting.TContext, workload string) (benchfmt.Ava
 	})
 	// The budgets, read before the lock: informer callbacks take it.
 	pdbs, listErr := tCtx.Client().PolicyV1().PodDisruptionBudgets(productionNS).List(tCtx, metav1.ListOptions{})
+	if listErr != nil {
+		return benchfmt.Availability{}, listErr
+	}
+	why := ""
+	if err != nil {
+		why = stuck(tCtx, pdbs.Items)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
-		return benchfmt.Availability{}, fmt.Errorf("production did not return: state %d, %d research pods, %d production pods on %s, %d claims: %w",
-			r.state, len(r.research), len(r.onOverflow), overflowNodeName, r.claims, err)
-	}
-	if listErr != nil {
-		return benchfmt.Availability{}, listErr
+		return benchfmt.Availability{}, fmt.Errorf("production did not return: state %d, %d research pods, %d production pods on %s, %d claims; %s: %w",
+			r.state, len(r.research), len(r.onOverflow), overflowNodeName, r.claims, why, err)
 	}
 	a := benchfmt.Availability{Workload: workload, RemoteStartSeconds: r.remoteStart.Seconds(),
 		ClaimSeconds:  r.times[claimClaimed].Sub(r.times[claimClaiming]).Seconds(),
@@ -302,6 +306,40 @@ func (r *claimRun) finish(tCtx ktesting.TContext, workload string) (benchfmt.Ava
 		a.Deployments = append(a.Deployments, d)
 	}
 	return a, nil
+}
+
+// returnTimeout bounds a claim workload from its end to production's
+// return (about a minute when nothing sticks).
+const returnTimeout = 10 * time.Minute
+
+// stuck says what holds production back when it does not return: the
+// budgets that allow no disruption and the production pods that are not
+// serving, with where they are and their status.
+func stuck(tCtx ktesting.TContext, pdbs []policyv1.PodDisruptionBudget) string {
+	var out []string
+	for _, pdb := range pdbs {
+		if pdb.Status.DisruptionsAllowed == 0 {
+			out = append(out, fmt.Sprintf("budget %s: %d of %d healthy, none may go", pdb.Name, pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy))
+		}
+	}
+	pods, err := tCtx.Client().CoreV1().Pods(productionNS).List(tCtx, metav1.ListOptions{})
+	if err != nil {
+		return strings.Join(append(out, "listing production pods: "+err.Error()), "; ")
+	}
+	for _, p := range pods.Items {
+		if availability.Serving(&p) {
+			continue
+		}
+		var conds []string
+		for _, c := range p.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s %s", c.Type, c.Status, c.Message))
+		}
+		out = append(out, fmt.Sprintf("pod %s on %q: %s deleting=%v [%s]", p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil, strings.Join(conds, ", ")))
+	}
+	if len(out) == 0 {
+		return "every budget allows a disruption and every production pod serves"
+	}
+	return strings.Join(out, "; ")
 }
 
 // pdbHealthy is the fewest Ready replicas of workload w (its pods' app
