@@ -390,7 +390,13 @@ func (e *Engine) look(c *v1alpha1.ResearchClaim, now time.Time) state {
 		}
 	}
 	// Replacements: per owner, the pods Ready off the claim's nodes created
-	// since the owner's victims were evicted, matched in eviction order.
+	// since the owner's victims were evicted, matched to the victim evicted
+	// last first: a replacement may replace every victim evicted before it
+	// was created, so the victims with the fewest to choose from choose
+	// first. (Matched in eviction order, a victim evicted early took the
+	// replacement of one evicted later when that one turned Ready first,
+	// and the later victim, whose own replacement was created before its
+	// eviction, held its budget until the replacement timeout.)
 	used := sets.New(c.Status.Replacements...)
 	var evictedVictims []v1alpha1.Victim
 	for _, v := range c.Spec.Victims {
@@ -399,7 +405,7 @@ func (e *Engine) look(c *v1alpha1.ResearchClaim, now time.Time) state {
 		}
 	}
 	sort.SliceStable(evictedVictims, func(i, j int) bool {
-		return evictedAt[evictedVictims[i].UID].Time.Before(evictedAt[evictedVictims[j].UID].Time)
+		return evictedAt[evictedVictims[j].UID].Time.Before(evictedAt[evictedVictims[i].UID].Time)
 	})
 	timeout := time.Duration(c.Spec.ReplacementTimeoutSeconds) * time.Second
 	held := heldNodes(c)

@@ -476,6 +476,46 @@ func TestDefaultBudgetPaces(t *testing.T) {
 	}
 }
 
+// TestReplacementsReadyOutOfOrder: replacements turn Ready in another
+// order than their victims were evicted (one adopts a warm instance,
+// another starts cold). A replacement is matched to the victim evicted
+// last that it may replace, so the one created before a later victim's
+// eviction is left for an earlier victim, and no victim holds its budget
+// until the replacement timeout.
+func TestReplacementsReadyOutOfOrder(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 8, "n0", 1) // default budget: 2 at once
+	key := r.claim(r.claimant("train"), victims)
+	r.sync(key, 0)
+	r.clock.SetTime(t0.Add(time.Second))
+	r.replace("serve", "serve-new-0", "vk")
+	r.sync(key, 2*time.Second)
+	if got := len(r.evicted()); got != 3 {
+		t.Fatalf("%d evicted after one replacement, want 3", got)
+	}
+	// The second victim evicted at 0s gets its replacement at 1.5s, which
+	// turns Ready only after the one created at 3s for the victim evicted
+	// at 2s.
+	r.clock.SetTime(t0.Add(1500 * time.Millisecond))
+	slow := r.replica("serve", "serve-new-1", "vk", 1)
+	slow.Status.Conditions[0].Status = v1.ConditionFalse
+	r.put(slow)
+	r.clock.SetTime(t0.Add(3 * time.Second))
+	r.replace("serve", "serve-new-2", "vk")
+	r.sync(key, 4*time.Second)
+	slow = slow.DeepCopy()
+	slow.Status.Conditions[0].Status = v1.ConditionTrue
+	r.put(slow)
+	r.sync(key, 5*time.Second)
+	c, _ := r.get(key)
+	if len(c.Status.Replaced) != 3 {
+		t.Errorf("%d of the 3 evicted victims replaced with every replacement Ready, want 3", len(c.Status.Replaced))
+	}
+	if got := len(r.evicted()); got != 5 {
+		t.Errorf("%d evicted once the three replacements were Ready, want 5 (the budget's 2 given back)", got)
+	}
+}
+
 // TestOwnReplacementsOnly: a crash-looping replica of the same ReplicaSet
 // beside the victims does not hold the claim back: a wave waits for the
 // victims' own replacements, not for the whole ReplicaSet.
