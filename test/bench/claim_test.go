@@ -245,6 +245,17 @@ func (r *claimRun) startOverflowNode(tCtx ktesting.TContext) error {
 		return fmt.Errorf("the workload's %T is not a testing.TB", tCtx.TB())
 	}
 	p := harness.StartProcess(tb, "sluice-overflow-node", bin, "--config="+file, "--kubeconfig="+kubeconfig, "--metrics-bind-address=")
+	// Under `make bench` its log is kept beside the results (the
+	// workload's cleanups run before the process stops): a claim that
+	// stalls or a return that sticks is read there afterwards.
+	if dir := os.Getenv("SLUICE_BENCH_DIR"); dir != "" {
+		keep := filepath.Join(dir, strings.ReplaceAll(tCtx.Name(), "/", "_")+".overflow-node.log")
+		tCtx.Cleanup(func() {
+			if data, err := os.ReadFile(p.Log); err == nil {
+				_ = os.WriteFile(keep, data, 0o644)
+			}
+		})
+	}
 	var last string
 	err = wait.PollUntilContextTimeout(tCtx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
