@@ -288,19 +288,21 @@ func (r *claimRun) finish(tCtx ktesting.TContext, workload string) (benchfmt.Ava
 	})
 	// The budgets, read before the lock: informer callbacks take it.
 	pdbs, listErr := tCtx.Client().PolicyV1().PodDisruptionBudgets(productionNS).List(tCtx, metav1.ListOptions{})
-	if listErr != nil {
-		return benchfmt.Availability{}, listErr
-	}
-	why := ""
 	if err != nil {
-		why = stuck(tCtx, pdbs.Items)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err != nil {
+		why := "budgets not read: " + fmt.Sprint(listErr)
+		if listErr == nil {
+			why = stuck(tCtx, pdbs.Items)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		return benchfmt.Availability{}, fmt.Errorf("production did not return: state %d, %d research pods, %d production pods on %s, %d claims; %s: %w",
 			r.state, len(r.research), len(r.onOverflow), overflowNodeName, r.claims, why, err)
 	}
+	if listErr != nil {
+		return benchfmt.Availability{}, listErr
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	a := benchfmt.Availability{Workload: workload, RemoteStartSeconds: r.remoteStart.Seconds(),
 		ClaimSeconds:  r.times[claimClaimed].Sub(r.times[claimClaiming]).Seconds(),
 		ReturnSeconds: r.times[claimReturned].Sub(r.times[claimReturning]).Seconds(),
