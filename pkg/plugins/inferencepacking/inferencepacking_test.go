@@ -49,6 +49,9 @@ func (h handle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
 
 func (h handle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
 
+// SharedDRAManager is nil: no DRA here, as in a scheduler without it.
+func (h handle) SharedDRAManager() fwk.SharedDRAManager { return nil }
+
 func newHandle(snapshot *cache.Snapshot, objs ...runtime.Object) handle {
 	return handle{snapshot: snapshot, informers: informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)}
 }
