@@ -231,13 +231,43 @@ func (pl *InferencePacking) ready() error {
 
 // EventsToRegister seals the runtime. The nodes a claim holds change with
 // claims, which the queue does not watch: pods turned away are retried by
-// the plugin itself (waiting); a node's change needs no retry here, its
-// claim does not change with it.
+// the plugin itself (waiting). A pod PreFilter narrowed to the nodes with
+// room for its GPUs, and that fit none of them, has this plugin among
+// those that rejected it, for every node left out: it is retried when GPUs
+// may have freed (a pod that held some deleted or scaled down) or come (a
+// node that offers them added or its allocatable changed), as
+// NodeResourcesFit would have retried it.
 func (pl *InferencePacking) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	if err := pl.ready(); err != nil {
 		return nil, err
 	}
-	return nil, nil
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete | fwk.UpdatePodScaleDown}, QueueingHintFn: pl.afterPodFreed},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: pl.afterNodeChange},
+	}, nil
+}
+
+// afterPodFreed: a GPU pod that asks for GPUs is worth retrying when a pod
+// that held GPUs goes or gives some back.
+func (pl *InferencePacking) afterPodFreed(_ klog.Logger, pod *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+	old, ok := oldObj.(*v1.Pod)
+	if !ok || capacity.ShapeOf(pod).Scalar[pl.gpu] == 0 || capacity.ShapeOf(old).Scalar[pl.gpu] == 0 {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// afterNodeChange: a GPU pod is worth retrying when a node that offers GPUs
+// comes or its allocatable changes.
+func (pl *InferencePacking) afterNodeChange(_ klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	node, ok := newObj.(*v1.Node)
+	if !ok || capacity.ShapeOf(pod).Scalar[pl.gpu] == 0 {
+		return fwk.QueueSkip, nil
+	}
+	if q, ok := node.Status.Allocatable[pl.gpu]; ok && q.Sign() > 0 {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
 }
 
 // watchOffers keeps the overflow nodes' offers, and retries the pods no
@@ -322,10 +352,7 @@ func (pl *InferencePacking) PreFilter(_ context.Context, state fwk.CycleState, p
 			}
 		}
 	}
-	result, err := pl.narrow(pod, all)
-	if err != nil {
-		return nil, fwk.AsStatus(err)
-	}
+	result := pl.narrow(state, pod, all)
 	if result == nil && s.claimed.Len() == 0 && len(s.refuse) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -347,7 +374,8 @@ func (pl *InferencePacking) PreFilter(_ context.Context, state fwk.CycleState, p
 // break even near 40% of the nodes; narrowing stops at a third. It also
 // assumes NodeResourcesFit checks the GPU resource (the shipped profiles
 // do; an operator who lists it in NodeResourcesFit's ignoredResources
-// should not run this plugin).
+// should not run this plugin, nor one who lists its group in
+// ignoredResourceGroups).
 const (
 	narrowShare = 3
 	// maxNarrowGPUs: pods asking for more GPUs are not narrowed (the
@@ -364,36 +392,35 @@ const (
 // NodeResourcesFit rejects as unresolvable by preemption, and the
 // scheduler reports it so. It never narrows while extended-resource
 // requests for the GPU resource may be served by DRA (a node that offers
-// no GPUs may then fit). It reads every node's generation, so the nodes
-// named are those of the cycle's snapshot, whoever changed them.
-func (pl *InferencePacking) narrow(pod *v1.Pod, all []fwk.NodeInfo) (*fwk.PreFilterResult, error) {
+// no GPUs may then fit), nor for a pod already bound (a resize, which
+// NodeResourcesFit checks against its own node by the change alone), nor
+// when the fabric tree cannot be read (PreScore reports that). It reads
+// every node's generation, so the nodes named are those of the cycle's
+// snapshot, whoever changed them.
+func (pl *InferencePacking) narrow(state fwk.CycleState, pod *v1.Pod, all []fwk.NodeInfo) *fwk.PreFilterResult {
 	gpus := capacity.ShapeOf(pod).Scalar[pl.gpu]
-	if gpus <= 0 || gpus > maxNarrowGPUs || len(all) < narrowShare || pl.draMayServe() {
-		return nil, nil
+	if gpus <= 0 || gpus > maxNarrowGPUs || pod.Spec.NodeName != "" || len(all) < narrowShare || pl.draMayServe() {
+		return nil
 	}
 	tree, err := pl.tracker.Tree()
 	if err != nil {
-		return nil, err
+		return nil
 	}
 	limit := len(all) / narrowShare
+	volatile := state.IsPodGroupSchedulingCycle()
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	if tree != pl.tree || len(all) != len(pl.entries) {
-		pl.rebuild(tree, all)
-		pl.lastFull, pl.list = pl.clock.Now(), &all[0]
-	}
 	// The counts may be up to fullRescan old; they only decide whether
 	// the exact look below is worth it.
+	pl.look(tree, all, volatile, false)
 	var estimate int32
 	for _, n := range pl.byFree[gpus:] {
 		estimate += n
 	}
 	if int(estimate) > limit {
-		return nil, nil
+		return nil
 	}
-	pl.refresh(all)
-	pl.lastFull, pl.list = pl.clock.Now(), &all[0]
-	pl.hinted.Clear()
+	pl.look(tree, all, volatile, true)
 	priority := corev1helpers.PodPriority(pod)
 	n := 0
 	for i := range pl.entries {
@@ -402,7 +429,7 @@ func (pl *InferencePacking) narrow(pod *v1.Pod, all []fwk.NodeInfo) (*fwk.PreFil
 		}
 	}
 	if n == 0 || n > limit {
-		return nil, nil
+		return nil
 	}
 	names := make(sets.Set[string], n)
 	for i := range pl.entries {
@@ -410,7 +437,7 @@ func (pl *InferencePacking) narrow(pod *v1.Pod, all []fwk.NodeInfo) (*fwk.PreFil
 			names.Insert(e.name)
 		}
 	}
-	return &fwk.PreFilterResult{NodeNames: names}, nil
+	return &fwk.PreFilterResult{NodeNames: names}
 }
 
 func (e *entry) hasRoom(gpus int64, priority int32) bool {
@@ -501,22 +528,8 @@ func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, po
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	now := pl.clock.Now()
 	pl.mu.Lock()
-	switch {
-	case tree != pl.tree || len(all) != len(pl.entries):
-		pl.rebuild(tree, all)
-		pl.lastFull = now
-	case len(all) > 0 && &all[0] != pl.list, now.Sub(pl.lastFull) >= fullRescan:
-		pl.refresh(all)
-		pl.lastFull = now
-	default:
-		pl.refreshHinted(all)
-	}
-	pl.hinted.Clear()
-	if len(all) > 0 {
-		pl.list = &all[0]
-	}
+	pl.look(tree, all, state.IsPodGroupSchedulingCycle(), false)
 	view := pl.view
 	pl.mu.Unlock()
 	s := &preScoreState{packingView: view, gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]}
@@ -586,8 +599,40 @@ func (pl *InferencePacking) hint(pod *v1.Pod, nodeName string) {
 	pl.hinted.Insert(nodeName)
 }
 
+// look brings the entries up to the cycle's node list (pl.mu held): every
+// node when exact, the tree changed, nodes came or went, the scheduler made
+// its list anew or fullRescan has passed; else the hinted nodes only.
+//
+// volatile: the cycle is a pod group's, whose snapshot may hold the
+// group's pods assumed, and AssumePod and ForgetPod keep a NodeInfo's
+// generation: what is read then is kept under no generation, so that it
+// is read again once the group's pods are forgotten or bound.
+func (pl *InferencePacking) look(tree *fabric.Tree, all []fwk.NodeInfo, volatile, exact bool) {
+	now, full := pl.clock.Now(), true
+	switch {
+	case tree != pl.tree || len(all) != len(pl.entries):
+		pl.rebuild(tree, all, volatile)
+	case exact, len(all) > 0 && &all[0] != pl.list, now.Sub(pl.lastFull) >= fullRescan:
+		pl.refresh(all, volatile)
+	default:
+		pl.refreshHinted(all, volatile)
+		full = false
+	}
+	if full {
+		pl.lastFull = now
+	}
+	pl.hinted.Clear()
+	if len(all) > 0 {
+		pl.list = &all[0]
+	}
+}
+
+// unread is the generation an entry read in a pod group's cycle is kept
+// under: no NodeInfo has it, so the next look reads the node again.
+const unread = -1
+
 // rebuild starts over: a new tree, or nodes came or went.
-func (pl *InferencePacking) rebuild(tree *fabric.Tree, all []fwk.NodeInfo) {
+func (pl *InferencePacking) rebuild(tree *fabric.Tree, all []fwk.NodeInfo, volatile bool) {
 	pl.tree = tree
 	n := tree.NumNodes()
 	pl.leafOf, pl.overflowCount, pl.nodeCount = make([]int32, n), make([]int32, n), make([]int32, n)
@@ -606,7 +651,7 @@ func (pl *InferencePacking) rebuild(tree *fabric.Tree, all []fwk.NodeInfo) {
 	pl.outside = 0
 	pl.entries = make([]entry, len(all))
 	for i, ni := range all {
-		e := pl.entryOf(ni, ni.GetGeneration())
+		e := pl.entryOf(ni, ni.GetGeneration(), volatile)
 		pl.entries[i] = e
 		pl.count(e, 1)
 	}
@@ -631,21 +676,21 @@ func (pl *InferencePacking) indexInfos() {
 // refresh updates the counts for the nodes that changed and publishes a
 // new view only if a node or leaf started or stopped running production,
 // or a node became or stopped being an overflow node.
-func (pl *InferencePacking) refresh(all []fwk.NodeInfo) {
+func (pl *InferencePacking) refresh(all []fwk.NodeInfo, volatile bool) {
 	changed, moved := false, false
 	for i, ni := range all {
-		c, m := pl.refreshAt(i, ni)
+		c, m := pl.refreshAt(i, ni, volatile)
 		changed, moved = changed || c, moved || m
 	}
 	pl.republish(changed, moved)
 }
 
 // refreshHinted is refresh of only the hinted nodes.
-func (pl *InferencePacking) refreshHinted(all []fwk.NodeInfo) {
+func (pl *InferencePacking) refreshHinted(all []fwk.NodeInfo, volatile bool) {
 	changed, moved := false, false
 	for name := range pl.hinted {
 		if i, ok := pl.position[name]; ok {
-			c, m := pl.refreshAt(int(i), all[i])
+			c, m := pl.refreshAt(int(i), all[i], volatile)
 			changed, moved = changed || c, moved || m
 		}
 	}
@@ -655,12 +700,12 @@ func (pl *InferencePacking) refreshHinted(all []fwk.NodeInfo) {
 // refreshAt looks again at position i of the node list: changed if what
 // the node contributes changed, moved if the position holds another
 // NodeInfo.
-func (pl *InferencePacking) refreshAt(i int, ni fwk.NodeInfo) (changed, moved bool) {
+func (pl *InferencePacking) refreshAt(i int, ni fwk.NodeInfo, volatile bool) (changed, moved bool) {
 	old, generation := pl.entries[i], ni.GetGeneration()
 	if old.info == ni && old.generation == generation {
 		return false, false
 	}
-	e := pl.entryOf(ni, generation)
+	e := pl.entryOf(ni, generation, volatile)
 	pl.entries[i] = e
 	pl.count(old, -1)
 	pl.count(e, 1)
@@ -676,8 +721,11 @@ func (pl *InferencePacking) republish(changed, moved bool) {
 	}
 }
 
-// entryOf reads one node, of that generation.
-func (pl *InferencePacking) entryOf(ni fwk.NodeInfo, generation int64) entry {
+// entryOf reads one node, of that generation (kept as unread if volatile).
+func (pl *InferencePacking) entryOf(ni fwk.NodeInfo, generation int64, volatile bool) entry {
+	if volatile {
+		generation = unread
+	}
 	e := entry{info: ni, generation: generation, index: -1, lowest: math.MaxInt32}
 	n := ni.Node()
 	if n == nil {
