@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
@@ -102,16 +103,16 @@ func TestPreFilterNamesTheNodesWithRoom(t *testing.T) {
 	}
 }
 
-// TestPreFilterSeesChangesNotHinted: a node freed by something this
-// profile did not do (a pod deleted) is named in the very next cycle, not
-// a rescan later: PreFilter reads every node's generation.
-func TestPreFilterSeesChangesNotHinted(t *testing.T) {
+// nineNodes is a leaf of nine 8-GPU nodes n00-n08, the first free of them
+// free and each other one serving an 8-GPU production pod, serve-<node>.
+func nineNodes(t *testing.T, free int) (*InferencePacking, *cache.Snapshot, []fwk.NodeInfo) {
+	t.Helper()
 	var nodes []*v1.Node
 	var running []*v1.Pod
 	for i := range 9 {
 		name := fmt.Sprintf("n%02d", i)
 		nodes = append(nodes, node(name, "leaf-a"))
-		if i > 0 {
+		if i >= free {
 			running = append(running, withPriority(pod("serve-"+name, name, "production", "8"), 10000))
 		}
 	}
@@ -120,6 +121,14 @@ func TestPreFilterSeesChangesNotHinted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pl, snapshot, infos
+}
+
+// TestPreFilterSeesChangesNotHinted: a node freed by something this
+// profile did not do (a pod deleted) is named in the very next cycle, not
+// a rescan later: PreFilter reads every node's generation.
+func TestPreFilterSeesChangesNotHinted(t *testing.T) {
+	pl, _, infos := nineNodes(t, 1)
 	incoming := withPriority(pod("x", "", "production", "8"), 10000)
 	if got, want := preFilterNames(t, pl, incoming, infos), []string{"n00"}; !slices.Equal(got, want) {
 		t.Fatalf("PreFilter named %v, want %v", got, want)
@@ -128,7 +137,7 @@ func TestPreFilterSeesChangesNotHinted(t *testing.T) {
 	// rescan covers it.
 	for _, ni := range infos {
 		if ni.Node().Name == "n05" {
-			if err := ni.(*framework.NodeInfo).RemovePod(klogDiscard(), running[4]); err != nil {
+			if err := ni.(*framework.NodeInfo).RemovePod(klogDiscard(), ni.GetPods()[0].GetPod()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -279,20 +288,7 @@ type groupCycle struct{ fwk.PodGroupCycleState }
 // generation, and forgets them under it too. A node first read then must
 // be read again once they are forgotten: it has room again.
 func TestPreFilterForgetsWhatAPodGroupCycleSaw(t *testing.T) {
-	var nodes []*v1.Node
-	var running []*v1.Pod
-	for i := range 9 {
-		name := fmt.Sprintf("n%02d", i)
-		nodes = append(nodes, node(name, "leaf-a"))
-		if i > 1 {
-			running = append(running, withPriority(pod("serve-"+name, name, "production", "8"), 10000))
-		}
-	}
-	pl, snapshot := newPlugin(t, nodes, running)
-	infos, err := snapshot.NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl, snapshot, infos := nineNodes(t, 2)
 	incoming := withPriority(pod("x", "", "production", "8"), 10000)
 	if got, want := preFilterNames(t, pl, incoming, infos), []string{"n00", "n01"}; !slices.Equal(got, want) {
 		t.Fatalf("PreFilter named %v, want %v", got, want)
@@ -377,15 +373,7 @@ func TestNarrowedPodsAreRetriedWhenGPUsFree(t *testing.T) {
 // the other profile placed) within fullRescan, even when no pod reaches
 // PreScore meanwhile.
 func TestPreFilterEstimateCatchesUpWithinARescan(t *testing.T) {
-	var nodes []*v1.Node
-	for i := range 9 {
-		nodes = append(nodes, node(fmt.Sprintf("n%02d", i), "leaf-a"))
-	}
-	pl, snapshot := newPlugin(t, nodes, nil)
-	infos, err := snapshot.NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl, _, infos := nineNodes(t, 9)
 	incoming := withPriority(pod("x", "", "production", "8"), 10000)
 	if got := preFilterNames(t, pl, incoming, infos); got != nil {
 		t.Fatalf("every node has room: PreFilter named %v, want every node", got)
