@@ -247,8 +247,8 @@ func (pl *InferencePacking) EventsToRegister(context.Context) ([]fwk.ClusterEven
 	}, nil
 }
 
-// afterPodFreed: a GPU pod that asks for GPUs is worth retrying when a pod
-// that held GPUs goes or gives some back.
+// afterPodFreed: a pod that asks for GPUs is worth retrying when a pod that
+// held GPUs goes or gives some back.
 func (pl *InferencePacking) afterPodFreed(_ klog.Logger, pod *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
 	old, ok := oldObj.(*v1.Pod)
 	if !ok || capacity.ShapeOf(pod).Scalar[pl.gpu] == 0 || capacity.ShapeOf(old).Scalar[pl.gpu] == 0 {
@@ -389,8 +389,8 @@ const (
 // nil for every node. Room: allocatable GPUs less requested ones are at
 // least the pod's, or a pod of lower priority than this one holds GPUs
 // there (preemption may free them). Every node left out is one
-// NodeResourcesFit rejects as unresolvable by preemption, and the
-// scheduler reports it so. It never narrows while extended-resource
+// NodeResourcesFit rejects and preemption cannot free; the scheduler
+// reports it as not satisfying this plugin. It never narrows while extended-resource
 // requests for the GPU resource may be served by DRA (a node that offers
 // no GPUs may then fit), nor for a pod already bound (a resize, which
 // NodeResourcesFit checks against its own node by the change alone), nor
