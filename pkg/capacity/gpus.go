@@ -47,7 +47,7 @@ func GPUsByNode(nodes []*v1.Node, pods []*v1.Pod, gpu v1.ResourceName, class fun
 		if !ok {
 			continue
 		}
-		if r := podRequest(p, gpu); r > 0 {
+		if r := PodRequest(p, gpu); r > 0 {
 			if n.Requested == nil {
 				n.Requested = map[string]int64{}
 			}
@@ -57,12 +57,12 @@ func GPUsByNode(nodes []*v1.Node, pods []*v1.Pod, gpu v1.ResourceName, class fun
 	return out
 }
 
-// podRequest is the pod's request of resource, as
+// PodRequest is the pod's request of resource, as
 // resourcehelper.PodRequests computes it, without building the pod's
 // whole request list where that is not needed: a pod that names the
 // resource nowhere requests none, and without init containers the request
 // is its containers' sum plus its overhead.
-func podRequest(p *v1.Pod, resource v1.ResourceName) int64 {
+func PodRequest(p *v1.Pod, resource v1.ResourceName) int64 {
 	if !names(p, resource) {
 		return 0
 	}

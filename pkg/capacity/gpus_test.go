@@ -63,7 +63,7 @@ func TestGPUsByNode(t *testing.T) {
 	sidecar.Spec.InitContainers = []v1.Container{{Name: "s", RestartPolicy: &always, Resources: v1.ResourceRequirements{Requests: gpus("2")}}}
 	for _, p := range append(pods, sidecar) {
 		q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[testGPU]
-		if got := podRequest(p, testGPU); got != q.Value() {
+		if got := PodRequest(p, testGPU); got != q.Value() {
 			t.Errorf("pod %s: podRequest %d, PodRequests %d", p.Name, got, q.Value())
 		}
 	}

@@ -156,7 +156,7 @@ type entry struct {
 	production bool
 	name       string
 	// offersGPUs: the node's allocatable GPUs are more than 0; free is
-	// allocatable less requested.
+	// allocatable less requested, at least 0.
 	offersGPUs bool
 	free       int64
 	// lowest is the lowest priority of the pods on the node that ask for
@@ -251,7 +251,7 @@ func (pl *InferencePacking) EventsToRegister(context.Context) ([]fwk.ClusterEven
 // held GPUs goes or gives some back.
 func (pl *InferencePacking) afterPodFreed(_ klog.Logger, pod *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
 	old, ok := oldObj.(*v1.Pod)
-	if !ok || capacity.ShapeOf(pod).Scalar[pl.gpu] == 0 || capacity.ShapeOf(old).Scalar[pl.gpu] == 0 {
+	if !ok || capacity.PodRequest(pod, pl.gpu) == 0 || capacity.PodRequest(old, pl.gpu) == 0 {
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil
@@ -261,7 +261,7 @@ func (pl *InferencePacking) afterPodFreed(_ klog.Logger, pod *v1.Pod, oldObj, _ 
 // comes or its allocatable changes.
 func (pl *InferencePacking) afterNodeChange(_ klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
 	node, ok := newObj.(*v1.Node)
-	if !ok || capacity.ShapeOf(pod).Scalar[pl.gpu] == 0 {
+	if !ok || capacity.PodRequest(pod, pl.gpu) == 0 {
 		return fwk.QueueSkip, nil
 	}
 	if q, ok := node.Status.Allocatable[pl.gpu]; ok && q.Sign() > 0 {
@@ -398,7 +398,7 @@ const (
 // every node's generation, so the nodes named are those of the cycle's
 // snapshot, whoever changed them.
 func (pl *InferencePacking) narrow(state fwk.CycleState, pod *v1.Pod, all []fwk.NodeInfo) *fwk.PreFilterResult {
-	gpus := capacity.ShapeOf(pod).Scalar[pl.gpu]
+	gpus := capacity.PodRequest(pod, pl.gpu)
 	if gpus <= 0 || gpus > maxNarrowGPUs || pod.Spec.NodeName != "" || len(all) < narrowShare || pl.draMayServe() {
 		return nil
 	}
@@ -494,7 +494,7 @@ func (pl *InferencePacking) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignF
 		return nil, fwk.AsStatus(err)
 	}
 	return []fwk.SignFragment{
-		{Key: "sluice.dev/InferencePacking.GPURequest()", Value: capacity.ShapeOf(pod).Scalar[pl.gpu]},
+		{Key: "sluice.dev/InferencePacking.GPURequest()", Value: capacity.PodRequest(pod, pl.gpu)},
 		{Key: "sluice.dev/InferencePacking.Production()", Value: pl.classes.IsProduction(pod)},
 	}, nil
 }
@@ -532,7 +532,7 @@ func (pl *InferencePacking) PreScore(_ context.Context, state fwk.CycleState, po
 	pl.look(tree, all, state.IsPodGroupSchedulingCycle(), false)
 	view := pl.view
 	pl.mu.Unlock()
-	s := &preScoreState{packingView: view, gpus: capacity.ShapeOf(pod).Scalar[pl.gpu]}
+	s := &preScoreState{packingView: view, gpus: capacity.PodRequest(pod, pl.gpu)}
 	if s.gpus == 0 && !pl.classes.IsProduction(pod) && pl.sameEverywhere(s, nodes) {
 		return fwk.NewStatus(fwk.Skip)
 	}
@@ -732,8 +732,7 @@ func (pl *InferencePacking) entryOf(ni fwk.NodeInfo, generation int64, volatile 
 		return e
 	}
 	e.name = n.Name
-	allocatable := ni.GetAllocatable().GetScalarResources()[pl.gpu]
-	e.offersGPUs, e.free = allocatable > 0, allocatable-ni.GetRequested().GetScalarResources()[pl.gpu]
+	e.offersGPUs, e.free = ni.GetAllocatable().GetScalarResources()[pl.gpu] > 0, capacity.Free(ni, pl.gpu, 0)
 	inTree := false
 	if i, ok := pl.tree.NodeIndex(n.Name); ok {
 		inTree, e.index = true, int32(i)
@@ -754,7 +753,7 @@ func (pl *InferencePacking) entryOf(ni fwk.NodeInfo, generation int64, volatile 
 // count adds (delta 1) or removes (-1) what an entry contributes.
 func (pl *InferencePacking) count(e entry, delta int32) {
 	if e.offersGPUs {
-		pl.byFree[min(max(e.free, 0), maxNarrowGPUs)] += delta
+		pl.byFree[min(e.free, maxNarrowGPUs)] += delta
 	}
 	if e.index < 0 {
 		pl.outside += delta
