@@ -85,7 +85,10 @@ type InferencePacking struct {
 	classes *overflow.Classes
 	tracker *fabric.Tracker
 	gpu     v1.ResourceName
-	store   *claims.Store
+	// insufficient is NodeResourcesFit's reason for a node without room
+	// for the GPUs a pod asks for.
+	insufficient string
+	store        *claims.Store
 	// waiting are production pods a claimed node turned away, retried
 	// when a claim ends (the queue does not watch claims), and pods no
 	// overflow node could run, retried when an overflow node's offer
@@ -215,6 +218,7 @@ func (pl *InferencePacking) ready() error {
 		}
 		tracker, fabricCfg := pl.rt.Fabric()
 		pl.tracker, pl.classes, pl.gpu = tracker, pl.rt.Classes(), v1.ResourceName(fabricCfg.GPUResourceName)
+		pl.insufficient = "Insufficient " + fabricCfg.GPUResourceName
 		pl.store = pl.rt.Claims()
 		pl.offers.Store(&map[string]nodeOffer{})
 		if pl.initErr = pl.watchOffers(); pl.initErr != nil {
@@ -315,11 +319,13 @@ func nodeName(obj any) string {
 
 const preFilterStateKey fwk.StateKey = "PreFilter" + Name
 
-// preFilterState is the nodes live claims held when the cycle began, and
-// the overflow nodes that cannot run the pod, with why.
+// preFilterState is the nodes live claims held when the cycle began, the
+// overflow nodes that cannot run the pod, with why, and the GPUs Filter
+// checks a node has room for (0: none checked).
 type preFilterState struct {
 	claimed sets.Set[string]
 	refuse  map[string]string
+	gpus    int64
 }
 
 // Clone returns the state: it is not changed after PreFilter.
@@ -327,9 +333,11 @@ func (s *preFilterState) Clone() fwk.StateData { return s }
 
 // PreFilter takes, once a cycle, the nodes live research claims hold (for
 // production) and the overflow nodes that cannot run the pod (for a pod
-// that tolerates them), and skips Filter when there are neither (nearly
-// every cycle): Filter then costs nothing per node. For a pod that asks
-// for GPUs it may name the nodes with room for them (narrow).
+// that tolerates them). For a pod that asks for GPUs it may name the nodes
+// with room for them (narrow), and has Filter turn away a node without
+// room before the filters after it run (gpuCheck). It skips Filter when
+// there is none of these to do (every cycle of a pod that asks for no GPU,
+// nearly): Filter then costs nothing per node.
 func (pl *InferencePacking) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, all []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if err := pl.ready(); err != nil {
 		return nil, fwk.AsStatus(err)
@@ -352,8 +360,9 @@ func (pl *InferencePacking) PreFilter(_ context.Context, state fwk.CycleState, p
 			}
 		}
 	}
-	result := pl.narrow(state, pod, all)
-	if result == nil && s.claimed.Len() == 0 && len(s.refuse) == 0 {
+	s.gpus = pl.gpuCheck(pod)
+	result := pl.narrow(state, pod, all, s.gpus)
+	if s.gpus == 0 && s.claimed.Len() == 0 && len(s.refuse) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	state.Write(preFilterStateKey, s)
@@ -383,23 +392,19 @@ const (
 	maxNarrowGPUs = 64
 )
 
-// narrow returns, for a pod that asks for GPUs, the nodes with room for
-// them, when those are at most a narrowShare-th of the nodes and not none
-// (with none, the scheduler's own reasons say why the pod fits nowhere);
-// nil for every node. Room: allocatable GPUs less requested ones are at
-// least the pod's, or a pod of lower priority than this one holds GPUs
-// there (preemption may free them). Every node left out is one
+// narrow returns, for a pod whose gpus gpuCheck gave, the nodes with room
+// for them, when those are at most a narrowShare-th of the nodes and not
+// none (with none, the scheduler's own reasons say why the pod fits
+// nowhere); nil for every node. Room: allocatable GPUs less requested ones
+// are at least the pod's, or a pod of lower priority than this one holds
+// GPUs there (preemption may free them). Every node left out is one
 // NodeResourcesFit rejects and preemption cannot free; the scheduler
-// reports it as not satisfying this plugin. It never narrows while extended-resource
-// requests for the GPU resource may be served by DRA (a node that offers
-// no GPUs may then fit), nor for a pod already bound (a resize, which
-// NodeResourcesFit checks against its own node by the change alone), nor
-// when the fabric tree cannot be read (PreScore reports that). It reads
+// reports it as not satisfying this plugin. It never narrows when the
+// fabric tree cannot be read (PreScore reports that). It reads
 // every node's generation, so the nodes named are those of the cycle's
 // snapshot, whoever changed them.
-func (pl *InferencePacking) narrow(state fwk.CycleState, pod *v1.Pod, all []fwk.NodeInfo) *fwk.PreFilterResult {
-	gpus := capacity.PodRequest(pod, pl.gpu)
-	if gpus <= 0 || gpus > maxNarrowGPUs || pod.Spec.NodeName != "" || len(all) < narrowShare || pl.draMayServe() {
+func (pl *InferencePacking) narrow(state fwk.CycleState, pod *v1.Pod, all []fwk.NodeInfo, gpus int64) *fwk.PreFilterResult {
+	if gpus <= 0 || gpus > maxNarrowGPUs || len(all) < narrowShare {
 		return nil
 	}
 	tree, err := pl.tracker.Tree()
@@ -440,6 +445,19 @@ func (pl *InferencePacking) narrow(state fwk.CycleState, pod *v1.Pod, all []fwk.
 	return &fwk.PreFilterResult{NodeNames: names}
 }
 
+// gpuCheck is the GPUs of a pod whose room on a node this plugin may
+// check as NodeResourcesFit does (narrow, Filter); 0 for a pod that asks
+// for none, one already bound (a resize, which NodeResourcesFit checks
+// against its own node by the change alone), or while DRA may serve
+// requests for the GPU resource (a node that offers no GPUs may then fit).
+func (pl *InferencePacking) gpuCheck(pod *v1.Pod) int64 {
+	gpus := capacity.PodRequest(pod, pl.gpu)
+	if gpus <= 0 || pod.Spec.NodeName != "" || pl.draMayServe() {
+		return 0
+	}
+	return gpus
+}
+
 func (e *entry) hasRoom(gpus int64, priority int32) bool {
 	return e.offersGPUs && (e.free >= gpus || e.lowest < priority)
 }
@@ -460,10 +478,18 @@ func (pl *InferencePacking) draMayServe() bool {
 // pods preemption adds or removes.
 func (pl *InferencePacking) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-// Filter turns production away from the nodes a live research claim
-// holds (the nodes it frees, and the nodes its research pods are
-// nominated to), and any pod from an overflow node none of whose
-// providers can run it as written.
+// Filter turns away a pod that asks for GPUs from a node without room for
+// them, as NodeResourcesFit would, with its reason and code, but first
+// (the production profile lists this plugin first among its filters):
+// the filters after it, NodeResourcesFit's check of every resource the
+// pod asks for with it (of which the GPU's, by name validation, costs
+// most), never run on the full nodes the scheduler crosses while it looks
+// for its share of feasible ones. It reads the node it is given, so
+// preemption's nodes, with victims removed or nominated pods added, are
+// checked as they are. It also turns production away from the nodes a
+// live research claim holds (the nodes it frees, and the nodes its
+// research pods are nominated to), and any pod from an overflow node none
+// of whose providers can run it as written.
 func (pl *InferencePacking) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	data, err := state.Read(preFilterStateKey)
 	if err != nil {
@@ -473,6 +499,16 @@ func (pl *InferencePacking) Filter(_ context.Context, state fwk.CycleState, pod 
 		return nil
 	}
 	s, name := data.(*preFilterState), ni.Node().Name
+	if s.gpus > 0 {
+		total := ni.GetAllocatable().GetScalarResources()[pl.gpu]
+		if s.gpus > total-ni.GetRequested().GetScalarResources()[pl.gpu] {
+			code := fwk.Unschedulable
+			if s.gpus > total {
+				code = fwk.UnschedulableAndUnresolvable
+			}
+			return fwk.NewStatus(code, pl.insufficient)
+		}
+	}
 	if why, ok := s.refuse[name]; ok {
 		pl.waiting.Add(pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonCannotRunThere+": "+why)

@@ -307,12 +307,20 @@ func halfServing(n, perLeaf int) ([]*v1.Node, []*v1.Pod) {
 	return nodes, running
 }
 
-// TestFilterSkippedUnlessClaimed: Filter runs only for production, and
-// only while a claim holds a node; then it turns production away from
-// exactly the claimed nodes.
+// cpuPod is a pod of class that asks for no GPU.
+func cpuPod(name, class string) *v1.Pod {
+	p := st.MakePod().Name(name).Namespace("ns").UID(name).Req(map[v1.ResourceName]string{"cpu": "1"}).Obj()
+	p.Spec.PriorityClassName = class
+	return p
+}
+
+// TestFilterSkippedUnlessClaimed: for a pod that asks for no GPU, Filter
+// runs only for production, and only while a claim holds a node; then it
+// turns production away from exactly the claimed nodes (a pod that asks
+// for GPUs is checked for room by Filter: TestFilterRejectsAsNodeResourcesFit).
 func TestFilterSkippedUnlessClaimed(t *testing.T) {
 	nodes := []*v1.Node{node("n0", "l0"), node("n1", "l0")}
-	serve, train := pod("serve", "", "production", "1"), pod("train", "", "research", "8")
+	serve, train := cpuPod("serve", "production"), cpuPod("train", "research")
 	cycle := func(pl *InferencePacking, p *v1.Pod) (fwk.CycleState, *fwk.Status) {
 		state := framework.NewCycleState()
 		_, status := pl.PreFilter(t.Context(), state, p, nil)
@@ -364,7 +372,8 @@ func TestFilterSkippedUnlessClaimed(t *testing.T) {
 // TestFilterKeepsPodsOffOverflowNodesThatCannotRunThem: a pod that
 // tolerates the overflow taint is turned away from an overflow node none
 // of whose providers can run it (here: it reads a Secret), saying why;
-// a pod they can run, or one that cannot go there anyway, skips Filter.
+// a pod they can run, or one that cannot go there anyway, passes Filter
+// there (or skips it).
 func TestFilterKeepsPodsOffOverflowNodesThatCannotRunThem(t *testing.T) {
 	vk := node("vk", "")
 	vk.Labels = map[string]string{"type": "virtual-kubelet"}
@@ -396,9 +405,24 @@ func TestFilterKeepsPodsOffOverflowNodesThatCannotRunThem(t *testing.T) {
 	secret.Spec.Containers = []v1.Container{{Name: "vllm", Env: []v1.EnvVar{{Name: "HF_TOKEN", ValueFrom: &v1.EnvVarSource{
 		SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "hf"}, Key: "token"}}}}}}
 
-	for _, p := range []*v1.Pod{tolerating(pod("plain", "", "production", "1")), pod("no-toleration", "", "production", "1")} {
-		if _, status := pl.PreFilter(t.Context(), framework.NewCycleState(), p, nil); !status.IsSkip() {
-			t.Errorf("%s: PreFilter = %v, want Skip", p.Name, status)
+	for _, p := range []*v1.Pod{tolerating(pod("plain", "", "production", "1")), pod("no-toleration", "", "production", "1"),
+		tolerating(cpuPod("plain-cpu", "production")), cpuPod("no-toleration-cpu", "production")} {
+		state := framework.NewCycleState()
+		_, status := pl.PreFilter(t.Context(), state, p, nil)
+		if status.IsSkip() {
+			continue
+		}
+		if !status.IsSuccess() {
+			t.Fatalf("%s: PreFilter = %v", p.Name, status)
+		}
+		for _, n := range nodes {
+			ni, err := snapshot.Get(n.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if status := pl.Filter(t.Context(), state, p, ni); !status.IsSuccess() {
+				t.Errorf("Filter(%s, %s) = %v, want Success", p.Name, n.Name, status)
+			}
 		}
 	}
 	state := framework.NewCycleState()
