@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/pkg/scheduler"
 
 	"github.com/sluice-sched/sluice/pkg/registry"
 )
@@ -20,6 +21,7 @@ type Scheduler struct {
 	// Runtime is the scheduler's sluice runtime, for tests that wait on
 	// what it exposes (its Slurm view, say).
 	Runtime *registry.Runtime
+	sched   *scheduler.Scheduler
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
@@ -69,7 +71,7 @@ func RunScheduler(ctx context.Context, configFile string) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler handlers did not sync: %w", err)
 	}
 	rt.Attach(cc)
-	s := &Scheduler{Runtime: rt, cancel: cancel, done: make(chan struct{})}
+	s := &Scheduler{Runtime: rt, sched: sched, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		defer cc.EventBroadcaster.Shutdown()
@@ -83,4 +85,18 @@ func RunScheduler(ctx context.Context, configFile string) (*Scheduler, error) {
 func (s *Scheduler) Stop() {
 	s.cancel()
 	<-s.done
+}
+
+// Filters are the Filter plugins of a profile, in the order the scheduler
+// runs them (nil for a profile it does not have).
+func (s *Scheduler) Filters(profile string) []string {
+	fw, ok := s.sched.Profiles[profile]
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, p := range fw.ListPlugins().Filter.Enabled {
+		names = append(names, p.Name)
+	}
+	return names
 }

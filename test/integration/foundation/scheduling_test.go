@@ -6,6 +6,7 @@ package foundation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,5 +65,22 @@ func TestProductionPacksGPUs(t *testing.T) {
 	second := harness.WaitForPodsBound(t, cp.Client, ns, "second")["second"]
 	if first != second {
 		t.Errorf("1-GPU production pods on %s and %s, want both on one node (packing)", first, second)
+	}
+}
+
+// TestProductionChecksGPUsFirst: in the production profile InferencePacking
+// is the first filter, so a node without room for a pod's GPUs is turned
+// away before NodeResourcesFit checks every resource there; the research
+// profile keeps the default order.
+func TestProductionChecksGPUsFirst(t *testing.T) {
+	cp := harness.Shared(t)
+	s := harness.StartScheduler(t, cp, harness.LoadShippedConfig(t))
+	production := s.Filters("sluice-production")
+	if len(production) == 0 || production[0] != "InferencePacking" || !slices.Contains(production, "NodeResourcesFit") {
+		t.Errorf("sluice-production's filters are %v, want InferencePacking first and NodeResourcesFit after it", production)
+	}
+	research := s.Filters("sluice-research")
+	if len(research) == 0 || research[0] == "InferencePacking" || !slices.Contains(research, "NodeResourcesFit") {
+		t.Errorf("sluice-research's filters are %v, want the default order, NodeResourcesFit among them", research)
 	}
 }
