@@ -19,6 +19,25 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
 
+// nodeResourcesFit is upstream's NodeResourcesFit, PreFilter then Filter,
+// as the scheduler runs it for a pod on a node.
+func nodeResourcesFit(t *testing.T) func(*v1.Pod, fwk.NodeInfo) *fwk.Status {
+	ctx := context.Background()
+	fitArgs := &schedconfig.NodeResourcesFitArgs{ScoringStrategy: &schedconfig.ScoringStrategy{
+		Type: schedconfig.LeastAllocated, Resources: []schedconfig.ResourceSpec{{Name: "cpu", Weight: 1}}}}
+	fit, err := noderesources.NewFit(ctx, fitArgs, handle{}, feature.Features{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(incoming *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
+		state := framework.NewCycleState()
+		if _, s := fit.(fwk.PreFilterPlugin).PreFilter(ctx, state, incoming, nil); !s.IsSuccess() {
+			t.Fatal(s)
+		}
+		return fit.(fwk.FilterPlugin).Filter(ctx, state, incoming, ni)
+	}
+}
+
 // TestFilterRejectsAsNodeResourcesFit: for a pod that asks for GPUs, Filter
 // turns away exactly the nodes NodeResourcesFit turns away for want of
 // GPUs, with its code (Unschedulable, or UnschedulableAndUnresolvable when
@@ -28,19 +47,7 @@ import (
 // no GPUs) and pods, some of them full on CPU as well.
 func TestFilterRejectsAsNodeResourcesFit(t *testing.T) {
 	ctx := context.Background()
-	fitArgs := &schedconfig.NodeResourcesFitArgs{ScoringStrategy: &schedconfig.ScoringStrategy{
-		Type: schedconfig.LeastAllocated, Resources: []schedconfig.ResourceSpec{{Name: "cpu", Weight: 1}}}}
-	fit, err := noderesources.NewFit(ctx, fitArgs, handle{}, feature.Features{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fitStatus := func(incoming *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
-		state := framework.NewCycleState()
-		if _, s := fit.(fwk.PreFilterPlugin).PreFilter(ctx, state, incoming, nil); !s.IsSuccess() {
-			t.Fatal(s)
-		}
-		return fit.(fwk.FilterPlugin).Filter(ctx, state, incoming, ni)
-	}
+	fitStatus := nodeResourcesFit(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	serial := 0
 	newPod := func(node string, gpus []int) *v1.Pod {

@@ -13,11 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	testingclock "k8s.io/utils/clock/testing"
 )
@@ -158,19 +155,8 @@ func TestPreFilterSeesChangesNotHinted(t *testing.T) {
 // against a recount.
 func TestPreFilterNeverLeavesOutANodeThatFits(t *testing.T) {
 	ctx := context.Background()
-	fitArgs := &schedconfig.NodeResourcesFitArgs{ScoringStrategy: &schedconfig.ScoringStrategy{
-		Type: schedconfig.LeastAllocated, Resources: []schedconfig.ResourceSpec{{Name: "cpu", Weight: 1}}}}
-	fit, err := noderesources.NewFit(ctx, fitArgs, handle{}, feature.Features{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fits := func(incoming *v1.Pod, ni fwk.NodeInfo) bool {
-		state := framework.NewCycleState()
-		if _, s := fit.(fwk.PreFilterPlugin).PreFilter(ctx, state, incoming, nil); !s.IsSuccess() {
-			t.Fatal(s)
-		}
-		return fit.(fwk.FilterPlugin).Filter(ctx, state, incoming, ni).IsSuccess()
-	}
+	fit := nodeResourcesFit(t)
+	fits := func(incoming *v1.Pod, ni fwk.NodeInfo) bool { return fit(incoming, ni).IsSuccess() }
 	rng := rand.New(rand.NewPCG(3, 4))
 	priorities := []int32{100, 10000, 30000, 30000}
 	serial := 0
