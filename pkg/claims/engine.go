@@ -20,12 +20,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,9 +39,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
+	"github.com/sluice-sched/sluice/pkg/disruption"
 	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
@@ -95,18 +95,15 @@ func observeDone(c *v1alpha1.ResearchClaim, now time.Time) {
 // (its timeouts).
 const resyncPeriod = time.Second
 
-// ownerIndex indexes pods by their controller's UID.
-const ownerIndex = "sluice.dev/controller-uid"
-
 // Config is what an engine needs.
 type Config struct {
 	Client    kubernetes.Interface
 	Informers informers.SharedInformerFactory
 	Store     *Store
 	Classes   *overflow.Classes
-	Budgets   *overflow.Budgets
-	// Waves evicts (reason overflow.MovePreemption).
-	Waves *overflow.Waves
+	// Ledger says which victims their budgets let go now, counting every
+	// actor's disruptions, and evicts them.
+	Ledger *disruption.Ledger
 	// Recorder records Events on claimants and victims.
 	Recorder events.EventRecorder
 	// Activate puts pods back in the active queue (the framework's
@@ -127,45 +124,25 @@ type Engine struct {
 	cfg   Config
 	pods  corelisters.PodLister
 	nodes corelisters.NodeLister
-	byUID cache.Indexer
 	queue workqueue.TypedRateLimitingInterface[string]
 	// synced are the informers the engine reads: it acts only on a full
 	// view (an empty pod cache would make every claimant look gone).
 	synced []cache.InformerSynced
 }
 
-// NewEngine builds an engine over cfg's informers, which must not have
-// started (it indexes pods by controller). Run drives it.
-func NewEngine(cfg Config) (*Engine, error) {
+// NewEngine builds an engine over cfg's informers. Run drives it.
+func NewEngine(cfg Config) *Engine {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	podInformer := cfg.Informers.Core().V1().Pods().Informer()
-	if _, ok := podInformer.GetIndexer().GetIndexers()[ownerIndex]; !ok {
-		if err := podInformer.AddIndexers(cache.Indexers{ownerIndex: func(obj any) ([]string, error) {
-			pod, ok := obj.(*v1.Pod)
-			if !ok {
-				return nil, nil
-			}
-			if ref := metav1.GetControllerOf(pod); ref != nil {
-				return []string{string(ref.UID)}, nil
-			}
-			return nil, nil
-		}}); err != nil {
-			return nil, fmt.Errorf("indexing pods by controller: %w", err)
-		}
-	}
 	return &Engine{
-		cfg:   cfg,
-		pods:  cfg.Informers.Core().V1().Pods().Lister(),
-		nodes: cfg.Informers.Core().V1().Nodes().Lister(),
-		byUID: podInformer.GetIndexer(),
-		synced: []cache.InformerSynced{podInformer.HasSynced, cfg.Informers.Core().V1().Nodes().Informer().HasSynced,
-			cfg.Informers.Policy().V1().PodDisruptionBudgets().Informer().HasSynced, cfg.Informers.Apps().V1().ReplicaSets().Informer().HasSynced,
-			cfg.Informers.Apps().V1().StatefulSets().Informer().HasSynced, cfg.Informers.Core().V1().ReplicationControllers().Informer().HasSynced},
+		cfg:    cfg,
+		pods:   cfg.Informers.Core().V1().Pods().Lister(),
+		nodes:  cfg.Informers.Core().V1().Nodes().Lister(),
+		synced: append(disruption.Synced(cfg.Informers), cfg.Informers.Core().V1().Nodes().Informer().HasSynced),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sluice-claims"}),
-	}, nil
+	}
 }
 
 // Run carries out claims until ctx ends: a claim is synced when it
@@ -226,12 +203,12 @@ func (e *Engine) processNext(ctx context.Context) bool {
 
 // Sync looks at one claim (namespace/name) once: ends it, gives it up,
 // pauses it, or evicts what its budgets allow; and writes its status.
-// Every step is idempotent: the status records each eviction, so a retry
-// or a new leader never evicts twice.
+// Every step is idempotent: the status records each eviction before it is
+// issued, so a retry or a new leader never evicts twice, and tells a
+// victim it evicted from one that went away on its own.
 func (e *Engine) Sync(ctx context.Context, key string) error { return e.sync(ctx, key) }
 
 func (e *Engine) sync(ctx context.Context, key string) error {
-	logger := klog.FromContext(ctx)
 	ns, name, _ := strings.Cut(key, "/")
 	stored, ok := e.cfg.Store.Get(ns, name)
 	if !ok {
@@ -252,25 +229,16 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 		}
 	}
 
-	// The claimants: gone, or all bound, ends the claim.
 	claimants, bound := e.claimants(c)
-	if len(claimants) == 0 {
-		logger.V(2).Info("Claim dropped: its pods are gone", "claim", key)
-		e.reportEnd(ctx, c, nil, "its research pods are gone")
-		return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
-	}
-	if bound == len(c.Spec.Claimants) {
-		if stored.Status.Phase != v1alpha1.PhaseFreed {
-			observeDone(c, now) // bound before this replica saw the room free
-			e.reportEnd(ctx, c, claimants, fmt.Sprintf("its research pods are bound; %d of %d production pods moved", len(c.Status.Replaced), len(c.Spec.Victims)))
-		}
-		logger.V(2).Info("Claim done: its pods are bound", "claim", key, "victims", len(c.Spec.Victims))
-		return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
-	}
-
 	st := e.look(c, now)
 	if st.progressed {
 		c.Status.ProgressTime = metav1.NewTime(now)
+	}
+	// The claimants gone, or all bound, end the claim: nothing more is
+	// evicted, and it ends once the victims evicted have their
+	// replacements placed (until then their overflow room stays held).
+	if len(claimants) == 0 || bound == len(c.Spec.Claimants) {
+		return e.settle(ctx, stored, c, claimants, bound, st, now)
 	}
 	if now.Sub(c.Status.ProgressTime.Time) > time.Duration(c.Spec.TimeoutSeconds)*time.Second {
 		return e.giveUp(ctx, c, stored, claimants, st, now)
@@ -281,9 +249,9 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	// cause is why a paused claim waits; a new cause is told in an Event.
 	phase, message, cause, action := v1alpha1.PhaseEvicting, "", "", ""
 	if len(st.pending) > 0 {
-		ledger := e.ledger()
+		room := e.room()
 		for _, v := range st.pending {
-			if ok, why := ledger.Holds(overflow.Target{Node: v.Target.Node, Provider: v.Target.Provider}); !ok {
+			if ok, why := room.Holds(overflow.Target{Node: v.Target.Node, Provider: v.Target.Provider}); !ok {
 				phase, message, cause, action = v1alpha1.PhasePaused, "paused: "+why, why, ActionWaitOverflow
 				break
 			}
@@ -291,7 +259,10 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	}
 	evicted := 0
 	if phase == v1alpha1.PhaseEvicting {
-		evicted = e.evict(ctx, c, st, now)
+		var err error
+		if evicted, stored, err = e.evict(ctx, stored, c, st, now); err != nil {
+			return err
+		}
 		if evicted > 0 {
 			c.Status.ProgressTime = metav1.NewTime(now)
 		}
@@ -342,6 +313,47 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	return nil
 }
 
+// settle ends a claim whose claimants are all bound or gone: the victims
+// not evicted stay where they are, and the claim is deleted once every
+// victim evicted has its replacement placed (or timed out); until then it
+// holds their overflow room, so the next plan does not count it free.
+func (e *Engine) settle(ctx context.Context, stored, c *v1alpha1.ResearchClaim, claimants []*v1.Pod, bound int, st state, now time.Time) error {
+	key := c.Namespace + "/" + c.Name
+	for _, v := range st.pending {
+		c.Status.Replaced = append(c.Status.Replaced, v.UID)
+	}
+	c.Status.Evicting = nil
+	var why string
+	if len(claimants) == 0 {
+		why = "its research pods are gone"
+	} else {
+		why = fmt.Sprintf("its research pods are bound; %d of %d production pods moved", len(c.Status.Evicted), len(c.Spec.Victims))
+	}
+	if st.inFlight > 0 {
+		c.Status.Phase = v1alpha1.PhaseFreed
+		c.Status.Message = fmt.Sprintf("%s; %d replacements not placed yet hold their overflow room", why, st.inFlight)
+		if err := e.writeStatus(ctx, stored, c); err != nil {
+			return err
+		}
+		if stored.Status.Phase != v1alpha1.PhaseFreed && len(claimants) > 0 {
+			observeDone(c, now)
+			e.report(ctx, c, claimants)
+		}
+		return nil
+	}
+	if len(claimants) == 0 {
+		klog.FromContext(ctx).V(2).Info("Claim dropped: its pods are gone", "claim", key)
+		e.reportEnd(ctx, c, nil, why)
+		return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
+	}
+	if stored.Status.Phase != v1alpha1.PhaseFreed {
+		observeDone(c, now) // bound before this replica saw the room free
+		e.reportEnd(ctx, c, claimants, why)
+	}
+	klog.FromContext(ctx).V(2).Info("Claim done: its pods are bound", "claim", key, "victims", len(c.Spec.Victims))
+	return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
+}
+
 // claimants are the claim's research pods that still exist (by UID), and
 // how many of them are bound.
 func (e *Engine) claimants(c *v1alpha1.ResearchClaim) ([]*v1.Pod, int) {
@@ -365,18 +377,24 @@ type state struct {
 	// pending are the victims not yet evicted, in order, with their pods.
 	pending []v1alpha1.Victim
 	pods    map[types.UID]*v1.Pod
-	// inFlight counts evicted victims not yet replaced; by budget too.
+	// recorded are the pending victims whose eviction the status records
+	// as issued (a leader stopped before it saw the answer).
+	recorded sets.Set[types.UID]
+	// inFlight counts evicted victims whose replacement is not placed.
 	inFlight int
-	byBudget map[string]int
 	// blocked says why pending victims were not evicted now.
 	blocked    blockers
 	progressed bool
 }
 
-// look updates the claim's record of replaced victims and finds what is
-// pending and in flight.
+// look updates the claim's record of evicted and replaced victims and
+// finds what is pending and in flight. A victim is replaced once a pod of
+// its controller created since the claim began (both times the
+// apiserver's) is bound off the nodes the claim holds: from then that pod
+// counts on its node, so the victim's reservation goes. Whether it is
+// Ready is its budget's business (the ledger's), not the claim's.
 func (e *Engine) look(c *v1alpha1.ResearchClaim, now time.Time) state {
-	st := state{pods: map[types.UID]*v1.Pod{}, byBudget: map[string]int{}, blocked: blockers{}}
+	st := state{pods: map[types.UID]*v1.Pod{}, recorded: sets.New[types.UID](), blocked: blockers{}}
 	evictedAt := map[types.UID]metav1.Time{}
 	for _, ev := range c.Status.Evicted {
 		evictedAt[ev.UID] = ev.Time
@@ -389,47 +407,55 @@ func (e *Engine) look(c *v1alpha1.ResearchClaim, now time.Time) state {
 			st.progressed = true
 		}
 	}
-	// Replacements: per owner, the pods Ready off the claim's nodes created
-	// since the owner's victims were evicted, matched to the victim evicted
-	// last first: a replacement may replace every victim evicted before it
-	// was created, so the victims with the fewest to choose from choose
-	// first. (Matched in eviction order, a victim evicted early took the
-	// replacement of one evicted later when that one turned Ready first,
-	// and the later victim, whose own replacement was created before its
-	// eviction, held its budget until the replacement timeout.)
-	used := sets.New(c.Status.Replacements...)
-	var evictedVictims []v1alpha1.Victim
+	// Evictions issued: those whose pod is going or gone are done; the
+	// others did not happen (or were cut off) and are pending again.
+	issued := sets.New(c.Status.Evicting...)
+	c.Status.Evicting = nil
 	for _, v := range c.Spec.Victims {
-		if _, ok := evictedAt[v.UID]; ok {
-			evictedVictims = append(evictedVictims, v)
-		}
-	}
-	sort.SliceStable(evictedVictims, func(i, j int) bool {
-		return evictedAt[evictedVictims[j].UID].Time.Before(evictedAt[evictedVictims[i].UID].Time)
-	})
-	timeout := time.Duration(c.Spec.ReplacementTimeoutSeconds) * time.Second
-	held := heldNodes(c)
-	for _, v := range evictedVictims {
-		if replaced.Has(v.UID) {
+		if !issued.Has(v.UID) || replaced.Has(v.UID) {
 			continue
 		}
-		if r := e.replacement(v, evictedAt[v.UID], used, held); r != "" {
+		if _, ok := evictedAt[v.UID]; ok {
+			continue
+		}
+		p, err := e.pods.Pods(v.Namespace).Get(v.Name)
+		if err == nil && p.UID == v.UID && p.DeletionTimestamp == nil {
+			c.Status.Evicting = append(c.Status.Evicting, v.UID)
+			st.recorded.Insert(v.UID)
+			continue
+		}
+		evictedAt[v.UID] = metav1.NewTime(now)
+		c.Status.Evicted = append(c.Status.Evicted, v1alpha1.Eviction{UID: v.UID, Time: evictedAt[v.UID]})
+		st.progressed = true
+	}
+	used := sets.New(c.Status.Replacements...)
+	victims := sets.New[types.UID]()
+	for _, v := range c.Spec.Victims {
+		victims.Insert(v.UID)
+	}
+	timeout := time.Duration(c.Spec.ReplacementTimeoutSeconds) * time.Second
+	held := heldNodes(c)
+	for _, v := range c.Spec.Victims {
+		at, ok := evictedAt[v.UID]
+		if !ok || replaced.Has(v.UID) {
+			continue
+		}
+		if r := e.replacement(c, v, used, victims, held); r != "" {
 			used.Insert(r)
 			c.Status.Replacements = append(c.Status.Replacements, r)
 			replace(v.UID)
 			continue
 		}
-		if timeout > 0 && now.Sub(evictedAt[v.UID].Time) > timeout {
+		if timeout > 0 && now.Sub(at.Time) > timeout {
 			if e.cfg.Recorder != nil {
 				ref := &v1.ObjectReference{Kind: "Pod", Namespace: v.Namespace, Name: v.Name, UID: v.UID, APIVersion: "v1"}
 				e.cfg.Recorder.Eventf(ref, nil, v1.EventTypeWarning, ReasonReplacementTimeout, "Preempting",
-					"no replacement of %s %s Ready on an overflow node %s after its eviction; its budget is no longer held for it", v.Owner.Kind, v.Owner.Name, timeout)
+					"no replacement of %s %s placed %s after its eviction; the overflow room is no longer held for it", v.Owner.Kind, v.Owner.Name, timeout)
 			}
 			replace(v.UID)
 			continue
 		}
 		st.inFlight++
-		st.byBudget[v.Budget]++
 	}
 	for _, v := range c.Spec.Victims {
 		if replaced.Has(v.UID) {
@@ -440,21 +466,17 @@ func (e *Engine) look(c *v1alpha1.ResearchClaim, now time.Time) state {
 		}
 		p, err := e.pods.Pods(v.Namespace).Get(v.Name)
 		if err != nil || p.UID != v.UID || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
-			// Gone before its eviction (deleted, scaled down): nothing
-			// to move.
+			// Gone before any eviction of ours (deleted, scaled down):
+			// nothing to move.
 			replace(v.UID)
 			continue
 		}
 		if p.DeletionTimestamp != nil {
-			// Terminating, with no eviction recorded: evicted by a leader
-			// that stopped before it wrote the status (or deleted by
-			// someone else). It is in flight: its budget and its room
-			// stay held until its replacement is Ready.
-			at := p.DeletionTimestamp.Add(-time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0)) * time.Second)
-			c.Status.Evicted = append(c.Status.Evicted, v1alpha1.Eviction{UID: v.UID, Time: metav1.NewTime(at)})
+			// Being deleted by someone else: its replacement needs its
+			// room all the same.
+			c.Status.Evicted = append(c.Status.Evicted, v1alpha1.Eviction{UID: v.UID, Time: metav1.NewTime(now)})
 			st.progressed = true
 			st.inFlight++
-			st.byBudget[v.Budget]++
 			continue
 		}
 		st.pending = append(st.pending, v)
@@ -463,23 +485,15 @@ func (e *Engine) look(c *v1alpha1.ResearchClaim, now time.Time) state {
 	return st
 }
 
-// replacement finds a pod replacing victim v (evicted at since) that is
-// Ready, on an overflow node or on a physical node the claim does not
-// hold (free, the production profile may place it there), and not yet
+// replacement finds a pod replacing victim v of claim c: a pod of its
+// controller created since the claim began, not a victim, not being
+// deleted, bound to an existing node the claim does not hold, and not yet
 // matched; "" when none.
-func (e *Engine) replacement(v v1alpha1.Victim, since metav1.Time, used sets.Set[types.UID], held sets.Set[string]) types.UID {
-	objs, err := e.byUID.ByIndex(ownerIndex, string(v.Owner.UID))
-	if err != nil {
-		return ""
-	}
-	owner := overflow.Owner{Kind: v.Owner.Kind, Name: v.Owner.Name, UID: string(v.Owner.UID)}
+func (e *Engine) replacement(c *v1alpha1.ResearchClaim, v v1alpha1.Victim, used, victims sets.Set[types.UID], held sets.Set[string]) types.UID {
 	var best *v1.Pod
-	for _, o := range objs {
-		p := o.(*v1.Pod)
-		if used.Has(p.UID) || p.UID == v.UID || !overflow.ReplacementOf(p, owner, since) || !ready(p) {
-			continue
-		}
-		if p.Spec.NodeName == "" || held.Has(p.Spec.NodeName) {
+	for _, p := range e.cfg.Ledger.PodsOf(string(v.Owner.UID)) {
+		if used.Has(p.UID) || victims.Has(p.UID) || p.Namespace != v.Namespace || p.DeletionTimestamp != nil ||
+			p.CreationTimestamp.Before(&c.CreationTimestamp) || p.Spec.NodeName == "" || held.Has(p.Spec.NodeName) {
 			continue
 		}
 		if _, err := e.nodes.Get(p.Spec.NodeName); err != nil {
@@ -507,17 +521,8 @@ func heldNodes(c *v1alpha1.ResearchClaim) sets.Set[string] {
 	return held
 }
 
-func ready(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// ledger is the overflow room now, every live claim's reservations held.
-func (e *Engine) ledger() *overflow.Ledger {
+// room is the overflow room now, every live claim's reservations held.
+func (e *Engine) room() *overflow.Ledger {
 	nodes, _ := e.nodes.List(labels.Everything())
 	return overflow.NewLedger(e.cfg.Classes, nodes, e.podsOn, e.cfg.Store.Reservations())
 }
@@ -533,14 +538,20 @@ func (e *Engine) podsOn(node string) []*v1.Pod {
 	return out
 }
 
-// evict evicts the pending victims their budgets allow now, in order:
-// each budget is spent on its own, never more in flight than it allows
-// with all its pods healthy, never more at once than it allows now. It
-// records each eviction in c's status and returns how many.
-func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state, now time.Time) int {
+// evict evicts the pending victims their budgets allow now, in order, as
+// the disruption ledger counts them (every claim's and every return's
+// disruptions). Before it evicts, it records in c's status which victims
+// it is about to evict (so a new leader tells them from pods that went on
+// their own, and may finish an eviction cut off midway); after, which it
+// evicted. It returns how many, and the claim as last written.
+func (e *Engine) evict(ctx context.Context, stored, c *v1alpha1.ResearchClaim, st state, now time.Time) (int, *v1alpha1.ResearchClaim, error) {
 	logger := klog.FromContext(ctx)
-	taken := map[string]int{}
-	evicted := 0
+	type move struct {
+		v   v1alpha1.Victim
+		mv  *disruption.Move
+		why string // moved without a warm instance
+	}
+	var moves []move
 	// Whether each target node warms, read once a pass (thousands of
 	// victims share a few overflow nodes).
 	warms := map[string]bool{}
@@ -556,30 +567,40 @@ func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state,
 			st.blocked.add(waitingWarm+v.Target.Node, v)
 			continue
 		}
-		budget, why := e.cfg.Budgets.Of(pod)
+		mv, _, why := e.cfg.Ledger.Reserve(pod, st.recorded.Has(v.UID))
 		if why != "" {
 			st.blocked.add(why, v)
 			continue
 		}
-		// An eviction cut off (its leader killed) is finished: the
-		// budget already counts the pod as gone.
-		if !budget.Spent(pod, now) {
-			allowed := budget.Capacity - st.byBudget[budget.Name] - taken[budget.Name]
-			if budget.PDB != nil {
-				allowed = min(allowed, budget.Allowed-taken[budget.Name])
-			}
-			if allowed <= 0 {
-				st.blocked.add(budgetName(budget)+" allows no more now", v)
-				continue
-			}
+		moves = append(moves, move{v: v, mv: mv, why: cold})
+	}
+	if len(moves) == 0 {
+		return 0, stored, nil
+	}
+	issued := sets.New(c.Status.Evicting...)
+	for _, m := range moves {
+		if !issued.Has(m.v.UID) {
+			c.Status.Evicting = append(c.Status.Evicting, m.v.UID)
 		}
+	}
+	written, err := e.cfg.Store.UpdateStatus(ctx, c)
+	if err != nil {
+		for _, m := range moves {
+			m.mv.Release()
+		}
+		return 0, stored, fmt.Errorf("recording the evictions about to be issued: %w", err)
+	}
+	c.ResourceVersion = written.ResourceVersion
+	done := sets.New[types.UID]()
+	evicted := 0
+	for _, m := range moves {
+		v, pod := m.v, st.pods[m.v.UID]
 		note := fmt.Sprintf("moving to an overflow node so %s gets %s (%s)", c.Spec.Key, c.Spec.Domain, c.Spec.Note)
-		ok, err := e.cfg.Waves.Move(ctx, pod, budget, now, note)
+		ok, err := m.mv.Evict(ctx, disruption.MovePreemption, note)
 		switch {
-		case err != nil && apierrors.IsNotFound(err):
-			// Gone meanwhile: nothing to move.
-			c.Status.Replaced = append(c.Status.Replaced, v.UID)
 		case err != nil:
+			// Left recorded: it may have gone through; the next look
+			// tells from the pod.
 			logger.V(2).Info("Eviction failed", "claim", c.Spec.Key, "pod", klog.KObj(pod), "err", err)
 			if inner := errors.Unwrap(err); inner != nil {
 				err = inner
@@ -587,22 +608,24 @@ func (e *Engine) evict(ctx context.Context, c *v1alpha1.ResearchClaim, st state,
 			st.blocked.add("evictions failing: "+err.Error(), v)
 		case !ok:
 			// 429: the apiserver's view of the budget allows nothing.
-			st.blocked.add("the Eviction API refuses (429) under "+budgetName(budget), v)
+			done.Insert(v.UID)
+			st.blocked.add("the Eviction API refuses (429) under "+m.mv.Budget.String(), v)
 		default:
-			taken[budget.Name]++
+			done.Insert(v.UID)
 			evicted++
 			c.Status.Evicted = append(c.Status.Evicted, v1alpha1.Eviction{UID: v.UID, Time: metav1.NewTime(now)})
-			if cold != "" && e.cfg.Recorder != nil {
-				e.cfg.Recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonMovedCold, "Preempting", "evicted without a warm instance on %s: %s", v.Target.Node, cold)
+			if m.why != "" && e.cfg.Recorder != nil {
+				e.cfg.Recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonMovedCold, "Preempting", "evicted without a warm instance on %s: %s", v.Target.Node, m.why)
 			}
 		}
 	}
+	c.Status.Evicting = slices.DeleteFunc(c.Status.Evicting, done.Has)
 	if evicted > 0 {
 		c.Status.Rounds++
-		metrics.OverflowWaves.WithLabelValues(overflow.MovePreemption).Inc()
+		metrics.OverflowWaves.WithLabelValues(disruption.MovePreemption).Inc()
 		logger.V(2).Info("Evicted for claim", "claim", c.Spec.Key, "evicted", evicted, "pending", len(st.pending)-evicted)
 	}
-	return evicted
+	return evicted, written, nil
 }
 
 // warms reports whether overflow node name starts warm instances (its
@@ -681,23 +704,17 @@ func (b blockers) String() string {
 	return strings.Join(parts, "; ")
 }
 
-func budgetName(b overflow.Budget) string {
-	if b.PDB != nil {
-		return "PodDisruptionBudget " + b.PDB.Name
-	}
-	return "the default budget of " + strings.TrimPrefix(b.Name, "default/")
-}
-
 // writeStatus writes c's status if it changed from stored's.
 func (e *Engine) writeStatus(ctx context.Context, stored, c *v1alpha1.ResearchClaim) error {
 	if statusEqual(stored.Status, c.Status) {
 		return nil
 	}
-	return e.cfg.Store.UpdateStatus(ctx, c)
+	_, err := e.cfg.Store.UpdateStatus(ctx, c)
+	return err
 }
 
 func statusEqual(a, b v1alpha1.ResearchClaimStatus) bool {
-	return a.Phase == b.Phase && a.Message == b.Message && len(a.Evicted) == len(b.Evicted) &&
+	return a.Phase == b.Phase && a.Message == b.Message && len(a.Evicted) == len(b.Evicted) && slices.Equal(a.Evicting, b.Evicting) &&
 		len(a.Replaced) == len(b.Replaced) && a.ProgressTime.Equal(&b.ProgressTime) && a.Attempts == b.Attempts
 }
 
@@ -719,7 +736,7 @@ func (e *Engine) giveUp(ctx context.Context, c, stored *v1alpha1.ResearchClaim, 
 	c.Status.Phase, c.Status.Message, c.Status.RetryAfter = v1alpha1.PhaseGivenUp, why, &retry
 	c.Status.Attempts++
 	klog.FromContext(ctx).Info("Research claim given up", "claim", c.Spec.Key, "why", why, "retryAfter", retry.Time)
-	if err := e.cfg.Store.UpdateStatus(ctx, c); err != nil {
+	if _, err := e.cfg.Store.UpdateStatus(ctx, c); err != nil {
 		return err
 	}
 	e.report(ctx, c, claimants)

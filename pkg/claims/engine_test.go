@@ -33,6 +33,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
+	"github.com/sluice-sched/sluice/pkg/disruption"
 	"github.com/sluice-sched/sluice/pkg/gang"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
@@ -50,6 +51,7 @@ type rig struct {
 	dyn      *dynamicfake.FakeDynamicClient
 	store    *Store
 	engine   *Engine
+	ledger   *disruption.Ledger
 	clock    *testingclock.FakeClock
 	recorder *events.FakeRecorder
 	client   *fake.Clientset
@@ -62,6 +64,8 @@ type rig struct {
 	deletions []string // pods deleted without the Eviction API
 	// warmTimeout, when set, makes claims make-before-break with it.
 	warmTimeout time.Duration
+	// beforeEvict, when set, runs as each eviction reaches the apiserver.
+	beforeEvict func()
 	tries       int
 	activated   []string
 }
@@ -78,8 +82,11 @@ func newRig(t *testing.T) *rig {
 		ev := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
 		r.mu.Lock()
 		r.tries++
-		fail := r.evictErr
+		fail, before := r.evictErr, r.beforeEvict
 		r.mu.Unlock()
+		if before != nil {
+			before()
+		}
 		if fail != nil {
 			if err := fail(ev.Name); err != nil {
 				return true, nil, err
@@ -112,11 +119,14 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.engine, err = NewEngine(Config{
+	r.ledger, err = disruption.NewLedger(r.inf, intstr.FromString("25%"), client, r.recorder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.engine = NewEngine(Config{
 		Client: client, Conditions: r.conds,
 		Informers: r.inf, Store: r.store, Classes: classes,
-		Budgets:  overflow.NewBudgets(r.inf, intstr.FromString("25%")),
-		Waves:    overflow.NewWaves(client, r.recorder, overflow.MovePreemption),
+		Ledger:   r.ledger,
 		Recorder: r.recorder,
 		Activate: func(_ context.Context, pods []*v1.Pod) {
 			r.mu.Lock()
@@ -128,9 +138,6 @@ func newRig(t *testing.T) *rig {
 		RetryBackoff: 30 * time.Second,
 		Clock:        r.clock,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Two physical nodes and an overflow node with 64 GPUs of room.
 	for _, n := range []string{"n0", "n1"} {
 		r.put(node(n, false))
@@ -238,9 +245,8 @@ func (r *rig) claim(claimant *v1.Pod, victims []*v1.Pod) string {
 	c.Spec = v1alpha1.ResearchClaimSpec{Key: "prod/" + claimant.Name, Domain: "n0", TimeoutSeconds: 600, ReplacementTimeoutSeconds: 300,
 		Claimants:       []v1alpha1.Claimant{{Name: claimant.Name, UID: claimant.UID, Node: "n0"}},
 		MakeBeforeBreak: r.warmTimeout > 0, WarmTimeoutSeconds: int64(r.warmTimeout / time.Second)}
-	budgets := overflow.NewBudgets(r.inf, intstr.FromString("25%"))
 	for _, v := range victims {
-		b, why := budgets.Of(v)
+		b, why := r.ledger.Of(v)
 		if why != "" {
 			r.t.Fatalf("victim %s: %s", v.Name, why)
 		}
@@ -449,8 +455,8 @@ func TestEveryEvictionFailing(t *testing.T) {
 }
 
 // TestDefaultBudgetPaces: a Deployment without a PodDisruptionBudget loses
-// at most the default 25% at once; the next go once their own
-// replacements are Ready on the overflow node.
+// at most the default 25% at once; the next go as replacements turn
+// Ready.
 func TestDefaultBudgetPaces(t *testing.T) {
 	r := newRig(t)
 	victims := r.rs("serve", 8, "n0", 1)
@@ -468,11 +474,12 @@ func TestDefaultBudgetPaces(t *testing.T) {
 	if got := len(r.evicted()); got != 3 {
 		t.Fatalf("%d evicted after one replacement, want 3", got)
 	}
-	// A replacement on the node being freed does not count.
+	// A replacement on the node being freed serves (its budget counts
+	// it), but does not replace a victim: its room stays held.
 	r.replace("serve", "serve-new-1", "n0")
 	r.sync(key, 3*time.Second)
-	if got := len(r.evicted()); got != 3 {
-		t.Fatalf("%d evicted after a replacement landed on the claimed node, want 3", got)
+	if c, _ := r.get(key); len(c.Status.Replaced) != 1 {
+		t.Fatalf("%d victims replaced after a replacement landed on the claimed node, want 1", len(c.Status.Replaced))
 	}
 }
 
@@ -652,53 +659,161 @@ func TestResumeCountsTerminating(t *testing.T) {
 // the apiserver's half of it done: the budget spent on the pod (listed
 // among the PDB's disruptedPods) and the pod not deleted. The Eviction API
 // refuses the pod again (the budget allows no more) until the disruption
-// controller drops the record two minutes later. The next leader finishes
-// that eviction at once, by deleting the pod the budget already counts as
-// gone, and evicts nothing the budget does not allow; a record too old to
-// trust is not acted on.
+// controller drops the record two minutes later. The claim recorded the
+// eviction in its status before issuing it, so the next leader finishes it
+// at once by deleting the pod the budget already counts as gone, and
+// evicts nothing the budget does not allow. The same PDB record with no
+// eviction of the claim's recorded (someone else's, or a name reused) is
+// never acted on: no pod is deleted behind the Eviction API.
 func TestFinishesCutOffEviction(t *testing.T) {
+	for _, recorded := range []bool{true, false} {
+		t.Run(fmt.Sprintf("recorded=%v", recorded), func(t *testing.T) {
+			r := newRig(t)
+			victims := r.rs("serve", 4, "n0", 2)
+			r.pdb("serve", "serve", 1, 4, 4)
+			pdb, err := r.inf.Policy().V1().PodDisruptionBudgets().Lister().PodDisruptionBudgets("prod").Get("serve")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cut := pdb.DeepCopy()
+			cut.Status.DisruptionsAllowed, cut.Status.CurrentHealthy = 0, 3
+			cut.Status.DisruptedPods = map[string]metav1.Time{victims[0].Name: metav1.NewTime(t0.Add(-time.Second))}
+			r.put(cut)
+			r.evictErr = func(string) error { return apierrors.NewTooManyRequests("budget", 1) }
+			key := r.claim(r.claimant("train"), victims)
+			if recorded {
+				c, _ := r.get(key)
+				c = c.DeepCopy()
+				c.Status.Evicting = []types.UID{victims[0].UID}
+				if _, err := r.store.UpdateStatus(r.ctx, c); err != nil {
+					t.Fatal(err)
+				}
+				r.refresh()
+			}
+			r.sync(key, 0)
+			if got := r.evicted(); len(got) != 0 {
+				t.Fatalf("evicted %v with a budget that allows none", got)
+			}
+			c, _ := r.get(key)
+			if !recorded {
+				if got := r.deleted(); len(got) != 0 {
+					t.Fatalf("deleted %v on a disruptedPods record the claim never wrote", got)
+				}
+				return
+			}
+			if got := r.deleted(); len(got) != 1 || got[0] != victims[0].Name {
+				t.Fatalf("deleted %v, want only %s, whose eviction the claim recorded and the budget counts", got, victims[0].Name)
+			}
+			if len(c.Status.Evicted) != 1 || len(c.Status.Evicting) != 0 {
+				t.Fatalf("status records %d evictions and %d issued, want 1 and 0", len(c.Status.Evicted), len(c.Status.Evicting))
+			}
+		})
+	}
+}
+
+// TestEvictionsRecordedFirst: the victims a pass evicts are written to
+// the claim's status before the Eviction API is called, so a leader killed
+// after its evictions and before its last status write leaves them
+// recorded: the next leader counts the victims that have gone since as
+// evicted (their overflow room held for their replacements), not as gone
+// on their own.
+func TestEvictionsRecordedFirst(t *testing.T) {
 	r := newRig(t)
-	victims := r.rs("serve", 4, "n0", 2)
-	r.pdb("serve", "serve", 1, 4, 4)
-	pdb, err := r.inf.Policy().V1().PodDisruptionBudgets().Lister().PodDisruptionBudgets("prod").Get("serve")
-	if err != nil {
+	victims := r.rs("serve", 8, "n0", 1) // default budget: 2 at once
+	key := r.claim(r.claimant("train"), victims)
+	var seen []types.UID
+	r.beforeEvict = func() {
+		c, _ := r.get(key)
+		seen = append([]types.UID(nil), c.Status.Evicting...)
+	}
+	r.sync(key, 0)
+	if len(seen) != 2 {
+		t.Fatalf("the status recorded %v when the first eviction was issued, want the 2 victims of the pass", seen)
+	}
+	// A new leader reads the status as the killed one wrote it before
+	// evicting: both victims gone since.
+	c, _ := r.get(key)
+	c = c.DeepCopy()
+	c.Status.Evicted, c.Status.Evicting = nil, seen
+	if _, err := r.store.UpdateStatus(r.ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	cut := pdb.DeepCopy()
-	cut.Status.DisruptionsAllowed, cut.Status.CurrentHealthy = 0, 3
-	cut.Status.DisruptedPods = map[string]metav1.Time{victims[0].Name: metav1.NewTime(t0.Add(-time.Second))}
-	r.put(cut)
-	r.evictErr = func(string) error { return apierrors.NewTooManyRequests("budget", 1) }
-	key := r.claim(r.claimant("train"), victims)
-	r.sync(key, 0)
-	if got := r.deleted(); len(got) != 1 || got[0] != victims[0].Name {
-		t.Fatalf("deleted %v, want only %s, whose eviction the budget already counts", got, victims[0].Name)
+	r.refresh()
+	r.sync(key, time.Second)
+	c, _ = r.get(key)
+	if len(c.Status.Evicted) != 2 || len(c.Status.Replaced) != 0 {
+		t.Fatalf("new leader: %d evicted, %d replaced; want the 2 gone victims evicted, none replaced", len(c.Status.Evicted), len(c.Status.Replaced))
 	}
-	if got := r.evicted(); len(got) != 0 {
-		t.Fatalf("evicted %v with a budget that allows none", got)
+	if got := r.store.Reservations(); len(got) != 8 {
+		t.Errorf("%d reservations, want all 8 victims' room held", len(got))
 	}
-	c, _ := r.get(key)
-	if len(c.Status.Evicted) != 1 {
-		t.Fatalf("status records %d evictions, want 1", len(c.Status.Evicted))
-	}
+}
 
-	// The same record, read when it is too old to trust: nothing moves
-	// before the budget allows it.
-	r2 := newRig(t)
-	victims = r2.rs("serve", 4, "n0", 2)
-	old := cut.DeepCopy()
-	old.Status.DisruptedPods = map[string]metav1.Time{victims[0].Name: metav1.NewTime(t0.Add(-2 * time.Minute))}
-	r2.put(old)
-	r2.evictErr = r.evictErr
-	key = r2.claim(r2.claimant("train"), victims)
-	r2.sync(key, 0)
-	if got := r2.deleted(); len(got) != 0 {
-		t.Fatalf("deleted %v on a disruptedPods record of 2 minutes ago", got)
+// TestRoomHeldUntilReplacementsPlaced: a claim whose research pods are
+// bound keeps the overflow room of its evicted victims until their
+// replacements are placed: a replacement still Pending is about to take
+// it. One bound on the overflow node (even still starting) counts there
+// and gives the victim's reservation back, so it is never counted twice.
+func TestRoomHeldUntilReplacementsPlaced(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 8, "n0", 1)
+	claimant := r.claimant("train")
+	key := r.claim(claimant, victims)
+	r.sync(key, 0)
+	if got := len(r.evicted()); got != 2 {
+		t.Fatalf("%d evicted, want 2", got)
+	}
+	bound := claimant.DeepCopy()
+	bound.Spec.NodeName = "n0"
+	r.put(bound)
+	pending := r.replica("serve", "serve-new-0", "", 1)
+	pending.Status.Phase, pending.Status.Conditions = v1.PodPending, nil
+	r.put(pending)
+	r.sync(key, time.Second)
+	if _, ok := r.get(key); !ok {
+		t.Fatal("the claim ended with its research pods bound and 2 replacements not placed: their overflow room went with it")
+	}
+	if got := r.store.Reservations(); len(got) != 2 {
+		t.Fatalf("%d reservations with 2 replacements not placed, want 2 (the victims not evicted hold nothing now)", len(got))
+	}
+	starting := pending.DeepCopy()
+	starting.Spec.NodeName = "vk"
+	r.put(starting)
+	r.sync(key, 2*time.Second)
+	if got := r.store.Reservations(); len(got) != 1 {
+		t.Fatalf("%d reservations with one replacement bound to vk (still starting), want 1: it counts on vk itself", len(got))
+	}
+	r.put(r.replica("serve", "serve-new-1", "vk", 1))
+	r.sync(key, 3*time.Second)
+	if _, ok := r.get(key); ok {
+		t.Fatal("the claim outlived its research pods bound and every replacement placed")
+	}
+	if got := len(r.evicted()); got != 2 {
+		t.Errorf("%d evicted, want 2: nothing more once the research pods are bound", got)
+	}
+}
+
+// TestReplacementsMatchedByTheAPIServersClock: the scheduler's clock runs
+// 10 s ahead of the apiserver's. A replacement the apiserver created 5 s
+// after the victim's eviction (by its own clock) still counts: what is a
+// replacement is decided on the apiserver's times alone (the claim's and
+// the pod's creation).
+func TestReplacementsMatchedByTheAPIServersClock(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 8, "n0", 1)
+	key := r.claim(r.claimant("train"), victims) // created at t0 by the apiserver
+	r.sync(key, 10*time.Second)                  // the scheduler says t0+10s; the apiserver t0
+	r.clock.SetTime(t0.Add(5 * time.Second))
+	r.replace("serve", "serve-new-0", "vk") // created at apiserver t0+5s
+	r.sync(key, 20*time.Second)
+	c, _ := r.get(key)
+	if len(c.Status.Replaced) != 1 {
+		t.Fatalf("%d victims replaced, want 1: the replacement came after the claim, by the apiserver's clock", len(c.Status.Replaced))
 	}
 }
 
 // TestClaimEnds: a claim whose claimants are all bound, or gone, is
-// deleted.
+// deleted once its evicted victims' replacements are placed.
 func TestClaimEnds(t *testing.T) {
 	r := newRig(t)
 	victims := r.rs("serve", 1, "n0", 8)
@@ -708,9 +823,10 @@ func TestClaimEnds(t *testing.T) {
 	bound := claimant.DeepCopy()
 	bound.Spec.NodeName = "n0"
 	r.put(bound)
+	r.replace("serve", "serve-new", "vk")
 	r.sync(key, time.Second)
 	if _, ok := r.get(key); ok {
-		t.Fatal("the claim outlived its bound claimant")
+		t.Fatal("the claim outlived its bound claimant and its victim's replacement placed")
 	}
 	r2 := newRig(t)
 	key = r2.claim(r2.claimant("gone"), r2.rs("serve", 1, "n0", 8))
@@ -721,21 +837,25 @@ func TestClaimEnds(t *testing.T) {
 	}
 }
 
-// TestReplacementTimeout: an evicted victim whose replacement never turns
-// Ready stops holding its budget after replacementTimeoutSeconds, with an
-// Event.
+// TestReplacementTimeout: an evicted victim whose replacement is never
+// placed stops holding its overflow room after replacementTimeoutSeconds,
+// with an Event. Its budget stays spent (a replica is down) until a
+// replacement is Ready: the ledger counts pods, not timers.
 func TestReplacementTimeout(t *testing.T) {
 	r := newRig(t)
 	victims := r.rs("serve", 4, "n0", 1) // default budget: 1 at once
 	key := r.claim(r.claimant("train"), victims)
 	r.sync(key, 0)
 	r.sync(key, 300*time.Second)
-	if len(r.evicted()) != 1 {
-		t.Fatalf("%d evicted within the replacement timeout, want 1", len(r.evicted()))
+	if len(r.evicted()) != 1 || len(r.store.Reservations()) != 4 {
+		t.Fatalf("%d evicted, %d reservations within the replacement timeout, want 1 and 4", len(r.evicted()), len(r.store.Reservations()))
 	}
 	r.sync(key, 301*time.Second)
-	if len(r.evicted()) != 2 {
-		t.Fatalf("%d evicted after the replacement timed out, want 2", len(r.evicted()))
+	if len(r.store.Reservations()) != 3 {
+		t.Fatalf("%d reservations after the replacement timed out, want 3", len(r.store.Reservations()))
+	}
+	if len(r.evicted()) != 1 {
+		t.Fatalf("%d evicted after the replacement timed out with its budget still spent, want 1", len(r.evicted()))
 	}
 	if len(r.events(ReasonReplacementTimeout)) != 1 {
 		t.Errorf("want one %s event", ReasonReplacementTimeout)
@@ -753,7 +873,7 @@ func TestStoreIndex(t *testing.T) {
 	c, _ := r.get(key)
 	c = c.DeepCopy()
 	c.Status.Phase = v1alpha1.PhaseGivenUp
-	if err := r.store.UpdateStatus(r.ctx, c); err != nil {
+	if _, err := r.store.UpdateStatus(r.ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	r.refresh()
@@ -860,5 +980,61 @@ func TestProgressCondition(t *testing.T) {
 	got := r2.conds.all()
 	if len(got) != 1 || !strings.HasPrefix(got[0], "prod/train (scheduling.x-k8s.io/v1alpha1) sluice.dev/ResearchClaim True Evicting: 0 of 2 production pods moved, 1 moving, 1 to go") {
 		t.Errorf("PodGroup conditions = %q, want one: True Evicting, 0 of 2 moved, 1 moving, 1 to go", got)
+	}
+}
+
+// TestClaimsShareADefaultBudget: two claims whose victims are pods of one
+// ReplicaSet without a PodDisruptionBudget (8 replicas: the default 25%
+// lets 2 be down at once) take at most 2 down between them, whatever
+// claim syncs first.
+func TestClaimsShareADefaultBudget(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 8, "n0", 1)
+	a := r.claim(r.claimant("train-a"), victims[:4])
+	b := r.claim(r.claimant("train-b"), victims[4:])
+	r.sync(a, 0)
+	r.sync(b, 0)
+	r.sync(a, time.Second)
+	if got := r.evicted(); len(got) != 2 {
+		t.Fatalf("two claims evicted %v before any replacement was Ready, want 2 (25%% of 8, one budget)", got)
+	}
+}
+
+// TestNewLeaderCountsVictimsAlreadyGone: the old leader evicted two
+// victims and was killed before it wrote the claim's status; by the time
+// the new leader looks, both have finished terminating and their
+// replacements are not Ready yet. Their budget is still spent: the new
+// leader evicts nothing more until a replacement is Ready.
+func TestNewLeaderCountsVictimsAlreadyGone(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 8, "n0", 1) // default budget: 2 at once
+	key := r.claim(r.claimant("train"), victims)
+	r.gone("prod", victims[0].Name)
+	r.gone("prod", victims[1].Name)
+	r.sync(key, time.Second)
+	if got := r.evicted(); len(got) != 0 {
+		t.Fatalf("new leader evicted %v with 2 of 8 replicas already down and a budget of 2", got)
+	}
+	r.replace("serve", "serve-new-0", "vk")
+	r.sync(key, 2*time.Second)
+	if got := r.evicted(); len(got) != 1 {
+		t.Fatalf("evicted %v once one replacement was Ready, want 1", got)
+	}
+}
+
+// TestStartingReplacementCountedOnce: a replacement bound to the overflow
+// node but not Ready yet counts there (its node's pods), so its victim's
+// reservation goes: the room is never counted twice.
+func TestStartingReplacementCountedOnce(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 8, "n0", 1)
+	key := r.claim(r.claimant("train"), victims)
+	r.sync(key, 0)
+	starting := r.replica("serve", "serve-new-0", "vk", 1)
+	starting.Status.Conditions[0].Status = v1.ConditionFalse
+	r.put(starting)
+	r.sync(key, time.Second)
+	if got := r.store.Reservations(); len(got) != 7 {
+		t.Fatalf("%d reservations with one replacement bound to vk (still starting), want 7: it counts on vk itself", len(got))
 	}
 }

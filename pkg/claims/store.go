@@ -285,19 +285,21 @@ func newer(a, b *v1alpha1.ResearchClaim) bool {
 }
 
 // UpdateStatus writes a claim's status.
-func (s *Store) UpdateStatus(ctx context.Context, c *v1alpha1.ResearchClaim) error {
+func (s *Store) UpdateStatus(ctx context.Context, c *v1alpha1.ResearchClaim) (*v1alpha1.ResearchClaim, error) {
 	obj, err := c.ToUnstructured()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	updated, err := s.resource(c.Namespace).UpdateStatus(ctx, &unstructured.Unstructured{Object: obj}, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if out, err := v1alpha1.FromUnstructured(updated.Object); err == nil {
-		s.written(out)
+	out, err := v1alpha1.FromUnstructured(updated.Object)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	s.written(out)
+	return out, nil
 }
 
 // Delete deletes a claim (a claim already gone is not an error).

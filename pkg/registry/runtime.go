@@ -31,6 +31,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/claims"
+	"github.com/sluice-sched/sluice/pkg/disruption"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/gang"
 	"github.com/sluice-sched/sluice/pkg/metrics"
@@ -77,7 +78,7 @@ type Runtime struct {
 	// use its clients and record Events as its profile.
 	claimsHandle fwk.Handle
 	store        *claims.Store
-	budgets      *overflow.Budgets
+	ledger       *disruption.Ledger
 	engine       *claims.Engine
 	returns      *returns.Controller
 	// drains drains Slurm nodes Kubernetes takes away (nil: off).
@@ -458,9 +459,10 @@ func (rt *Runtime) Claims() *claims.Store {
 	return sealedField(rt, func() *claims.Store { return rt.store })
 }
 
-// Budgets says which production pods may move, and what paces them.
-func (rt *Runtime) Budgets() *overflow.Budgets {
-	return sealedField(rt, func() *overflow.Budgets { return rt.budgets })
+// Ledger is the disruption ledger: which production pods may move, what
+// paces them, and what every actor has disrupted.
+func (rt *Runtime) Ledger() *disruption.Ledger {
+	return sealedField(rt, func() *disruption.Ledger { return rt.ledger })
 }
 
 // ClaimsConfig is the claim engine's configuration.
@@ -468,7 +470,7 @@ func (rt *Runtime) ClaimsConfig() config.ClaimsConfig {
 	return sealedField(rt, func() config.ClaimsConfig { return rt.claimsCfg })
 }
 
-// buildClaims builds the claim store, the budgets, the claim engine and
+// buildClaims builds the claim store, the disruption ledger, the claim engine and
 // the return controller (under rt.mu, while sealing); they run once
 // StartControllers is called.
 func (rt *Runtime) buildClaims(h fwk.Handle) error {
@@ -483,15 +485,17 @@ func (rt *Runtime) buildClaims(h fwk.Handle) error {
 		return fmt.Errorf("research claims: %w", err)
 	}
 	context.AfterFunc(ctx, metrics.SetSampler("claims", rt.store.Sample(time.Duration(rt.claimsCfg.WaveTimeoutSeconds)*time.Second)))
-	rt.budgets = overflow.NewBudgets(informers, rt.claimsCfg.DefaultMaxUnavailable)
-	rt.engine, err = claims.NewEngine(claims.Config{
+	rt.ledger, err = disruption.NewLedger(informers, rt.claimsCfg.DefaultMaxUnavailable, h.ClientSet(), h.EventRecorder())
+	if err != nil {
+		return fmt.Errorf("research claims: %w", err)
+	}
+	rt.engine = claims.NewEngine(claims.Config{
 		Client:     h.ClientSet(),
 		Conditions: reporter,
 		Informers:  informers,
 		Store:      rt.store,
 		Classes:    rt.classes,
-		Budgets:    rt.budgets,
-		Waves:      overflow.NewWaves(h.ClientSet(), h.EventRecorder(), overflow.MovePreemption),
+		Ledger:     rt.ledger,
 		Recorder:   h.EventRecorder(),
 		Activate: func(ctx context.Context, pods []*v1.Pod) {
 			byName := make(map[string]*v1.Pod, len(pods))
@@ -502,9 +506,6 @@ func (rt *Runtime) buildClaims(h fwk.Handle) error {
 		},
 		RetryBackoff: time.Duration(rt.claimsCfg.RetryBackoffSeconds) * time.Second,
 	})
-	if err != nil {
-		return err
-	}
 	if rt.returnCfg.Enabled {
 		var external capacity.External
 		if rt.slurmView != nil {
@@ -512,8 +513,7 @@ func (rt *Runtime) buildClaims(h fwk.Handle) error {
 		}
 		rt.returns = returns.New(returns.Config{
 			Return: &rt.returnCfg, Classes: rt.classes, Informers: informers,
-			Waves:    overflow.NewWaves(h.ClientSet(), h.EventRecorder(), overflow.MoveReturn),
-			Budgets:  rt.budgets,
+			Ledger:   rt.ledger,
 			Claimed:  rt.store.NodeClaimed,
 			External: external,
 			FitFor:   rt.fitFor,

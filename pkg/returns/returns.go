@@ -28,6 +28,7 @@ import (
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/capacity"
+	"github.com/sluice-sched/sluice/pkg/disruption"
 	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 )
@@ -77,10 +78,9 @@ type Config struct {
 	Classes *overflow.Classes
 	// Informers are the scheduler's.
 	Informers informers.SharedInformerFactory
-	// Waves evicts (reason overflow.MoveReturn).
-	Waves *overflow.Waves
-	// Budgets says which pods may move and what paces them.
-	Budgets *overflow.Budgets
+	// Ledger says which pods their budgets let go now, counting every
+	// actor's disruptions (research claims' too), and evicts them.
+	Ledger *disruption.Ledger
 	// Claimed reports the nodes live research claims hold: nothing
 	// returns there.
 	Claimed func(node string) bool
@@ -241,22 +241,23 @@ func (r *Controller) Tick(ctx context.Context) {
 	moved := map[string][]*v1.Pod{}
 	total := 0
 	for _, p := range ready {
-		budget, why := r.cfg.Budgets.Of(p)
+		budget, why := r.cfg.Ledger.Of(p)
 		if why != "" || waiting[budget.Name] != nil {
 			// Not movable, or its budget waits for its own wave.
 			continue
 		}
 		if now.Sub(r.lastWave[budget.Name]) < time.Duration(r.cfg.Return.MinWaveIntervalSeconds)*time.Second ||
-			len(moved[budget.Name]) >= int(r.cfg.Return.MaxPodsPerWave) || budget.Capacity-len(moved[budget.Name]) <= 0 {
+			len(moved[budget.Name]) >= int(r.cfg.Return.MaxPodsPerWave) {
 			continue
 		}
-		// An eviction cut off (its leader killed) is finished: the
-		// budget already counts the pod as gone.
-		if !budget.Spent(p, now) && budget.Allowed-len(moved[budget.Name]) <= 0 {
+		// The ledger counts this wave's evictions, and every other
+		// actor's, against the budget.
+		mv, _, why := r.cfg.Ledger.Reserve(p, false)
+		if why != "" {
 			continue
 		}
 		note := fmt.Sprintf("physical room for it has been free for %ds; its replacement goes back to a physical node", r.cfg.Return.HysteresisSeconds)
-		ok, err := r.cfg.Waves.Move(ctx, p, budget, now, note)
+		ok, err := mv.Evict(ctx, disruption.MoveReturn, note)
 		if err != nil {
 			logger.Error(err, "Return eviction failed")
 			continue
@@ -274,7 +275,7 @@ func (r *Controller) Tick(ctx context.Context) {
 	for budget, ps := range moved {
 		r.inFlight[budget] = newWave(ps, now)
 		r.lastWave[budget] = now
-		metrics.OverflowWaves.WithLabelValues(overflow.MoveReturn).Inc()
+		metrics.OverflowWaves.WithLabelValues(disruption.MoveReturn).Inc()
 		logger.V(2).Info("Return wave started", "budget", budget, "pods", len(ps))
 	}
 	r.mu.Unlock()

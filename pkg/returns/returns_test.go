@@ -5,6 +5,7 @@ package returns
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"reflect"
 	"sort"
@@ -34,6 +35,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/pkg/apis/config"
+	"github.com/sluice-sched/sluice/pkg/disruption"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 )
 
@@ -73,11 +75,14 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	fit := defaultFit(t, ctx, client, w.informers)
+	ledger, err := disruption.NewLedger(w.informers, intstr.FromString("25%"), client, w.recorder)
+	if err != nil {
+		t.Fatal(err)
+	}
 	w.rc = New(Config{
 		Return:  &config.ReturnConfig{Enabled: true, HysteresisSeconds: 60, MaxPodsPerWave: 10, PollIntervalSeconds: 1, WaveTimeoutSeconds: 300},
 		Classes: classes, Informers: w.informers,
-		Waves:    overflow.NewWaves(client, w.recorder, overflow.MoveReturn),
-		Budgets:  overflow.NewBudgets(w.informers, intstr.FromString("25%")),
+		Ledger:   ledger,
 		Claimed:  func(n string) bool { return w.claimed[n] },
 		FitFor:   func(string) (*Fit, bool) { return fit, true },
 		Recorder: w.recorder,
@@ -324,8 +329,10 @@ func firstWaveOfTwo(t *testing.T) *world {
 	return w
 }
 
-// TestWaveTimesOut: a wave whose replacement never turns Ready holds the
-// next one back only for waveTimeoutSeconds, and says so.
+// TestWaveTimesOut: a wave whose replacement never turns Ready stops
+// holding the next one back after waveTimeoutSeconds, and says so; the
+// budget still does (one of two replicas is down, all the default budget
+// allows), until a replacement is Ready.
 func TestWaveTimesOut(t *testing.T) {
 	w := firstWaveOfTwo(t)
 	if w.moves() != 1 {
@@ -341,8 +348,15 @@ func TestWaveTimesOut(t *testing.T) {
 	}
 	w.at(7 * time.Minute) // 6 min after the wave: past the 5 min timeout
 	w.at(8 * time.Minute)
+	if w.moves() != 1 {
+		t.Fatalf("%d moves after the wave timed out with its budget spent, want 1", w.moves())
+	}
+	replacement := w.serving("serve-new", "n1", 0)
+	replacement.CreationTimestamp = metav1.NewTime(t0.Add(time.Minute))
+	w.store(replacement)
+	w.at(9 * time.Minute)
 	if w.moves() != 2 {
-		t.Fatalf("%d moves after the wave timed out, want 2", w.moves())
+		t.Fatalf("%d moves once a replacement was Ready, want 2", w.moves())
 	}
 	found := false
 	for len(w.recorder.Events) > 0 {
@@ -357,7 +371,8 @@ func TestWaveTimesOut(t *testing.T) {
 
 // TestReplacementSeenOnce: a wave ends once each replacement has been
 // Ready on a physical node, even if it is moved on again (a research
-// claim evicting it) before the controller looks.
+// claim evicting it) before the controller looks. The claim's eviction
+// spent the budget: the next wave waits for that replacement's own.
 func TestReplacementSeenOnce(t *testing.T) {
 	w := firstWaveOfTwo(t)
 	w.remove(w.serving("serve", "vk", 8))
@@ -367,8 +382,18 @@ func TestReplacementSeenOnce(t *testing.T) {
 	replacement.CreationTimestamp = metav1.NewTime(t0.Add(time.Minute))
 	w.rc.observe(replacement)
 	w.at(2 * time.Minute)
+	if len(w.rc.waves()) != 0 {
+		t.Fatal("the wave still runs after its replacement was seen Ready")
+	}
+	if w.moves() != 1 {
+		t.Fatalf("%d moves with the budget spent by the claim, want 1", w.moves())
+	}
+	again := w.serving("serve-new-2", "vk", 0)
+	again.CreationTimestamp = metav1.NewTime(t0.Add(2 * time.Minute))
+	w.store(again)
+	w.at(3 * time.Minute)
 	if w.moves() != 2 {
-		t.Fatalf("%d moves, want the next wave once the replacement was seen Ready", w.moves())
+		t.Fatalf("%d moves once the claim's replacement was Ready, want 2", w.moves())
 	}
 }
 
@@ -444,5 +469,29 @@ func TestPendingReplacementHoldsItsRoom(t *testing.T) {
 	}
 	if got := w.evictedNames(); !reflect.DeepEqual(got, []string{"serve"}) {
 		t.Fatalf("moves %v while serve's replacement waits to be placed, want chat-1 kept on the overflow node", got)
+	}
+}
+
+// TestReturnSeesOtherDisruptions: a ReplicaSet without a
+// PodDisruptionBudget (8 replicas, the default budget lets 2 be down) has
+// 2 replicas down already, evicted by a research claim, their
+// replacements not Ready yet. Room for the 6 on the overflow node frees:
+// none of them moves back before those replacements are Ready.
+func TestReturnSeesOtherDisruptions(t *testing.T) {
+	w := newWorld(t)
+	w.store(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "serve", UID: "rs-serve"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](8)}})
+	w.remove(w.serving("serve", "vk", 8))
+	for i := range 6 {
+		w.store(w.serving(fmt.Sprintf("serve-%d", i), "vk", 1))
+	}
+	for i := range 2 {
+		starting := w.serving(fmt.Sprintf("serve-new-%d", i), "vk", 0)
+		starting.Status.Conditions[0].Status = v1.ConditionFalse
+		w.store(starting)
+	}
+	w.at(0)
+	w.at(time.Minute)
+	if got := w.evictedNames(); len(got) != 0 {
+		t.Fatalf("returned %v with 2 of 8 replicas already down and a default budget of 2", got)
 	}
 }

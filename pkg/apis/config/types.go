@@ -237,8 +237,8 @@ type ClaimsConfig struct {
 	// long is given up (its nominations are dropped).
 	WaveTimeoutSeconds int64
 	// ReplacementTimeoutSeconds: an evicted victim whose replacement is not
-	// Ready on an overflow node within this long stops holding back its
-	// budget.
+	// placed within this long stops holding its overflow room (its budget
+	// stays spent until a replacement is Ready).
 	ReplacementTimeoutSeconds int64
 	// DefaultMaxUnavailable paces the eviction of pods whose controller
 	// has no PodDisruptionBudget, like a rolling update's maxUnavailable:

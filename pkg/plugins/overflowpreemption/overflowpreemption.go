@@ -33,6 +33,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/apis/config/validation"
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/claims"
+	"github.com/sluice-sched/sluice/pkg/disruption"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/gang"
 	"github.com/sluice-sched/sluice/pkg/overflow"
@@ -62,11 +63,12 @@ type Runtime interface {
 	Gangs() *gang.Gangs
 	External() capacity.External
 	// RunClaims asks for the claim engine and the return controller,
-	// started at the seal. Claims is the claims' store, Budgets what may
-	// be moved, ClaimsConfig the engine's settings.
+	// started at the seal. Claims is the claims' store, Ledger the
+	// disruption ledger (what may be moved), ClaimsConfig the engine's
+	// settings.
 	RunClaims(h fwk.Handle)
 	Claims() *claims.Store
-	Budgets() *overflow.Budgets
+	Ledger() *disruption.Ledger
 	ClaimsConfig() config.ClaimsConfig
 }
 
@@ -81,7 +83,7 @@ type OverflowPreemption struct {
 	gangs    *gang.Gangs
 	external capacity.External
 	store    *claims.Store
-	budgets  *overflow.Budgets
+	ledger   *disruption.Ledger
 	// claimsCfg is the claim engine's settings (timeouts of new claims).
 	claimsCfg config.ClaimsConfig
 	// waiting are research pods that found no overflow room, retried when
@@ -141,7 +143,7 @@ func (pl *OverflowPreemption) ready(ctx context.Context) error {
 		tracker, fabricCfg := pl.rt.Fabric()
 		pl.tracker, pl.gpu = tracker, v1.ResourceName(fabricCfg.GPUResourceName)
 		pl.classes, pl.gangs, pl.external = pl.rt.Classes(), pl.rt.Gangs(), pl.rt.External()
-		pl.store, pl.budgets, pl.claimsCfg = pl.rt.Claims(), pl.rt.Budgets(), pl.rt.ClaimsConfig()
+		pl.store, pl.ledger, pl.claimsCfg = pl.rt.Claims(), pl.rt.Ledger(), pl.rt.ClaimsConfig()
 		pl.initErr = pl.watchOverflowRoom(ctx)
 	})
 	return pl.initErr

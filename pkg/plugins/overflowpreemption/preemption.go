@@ -26,6 +26,7 @@ import (
 	podgroupv1alpha1 "github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/claims"
+	"github.com/sluice-sched/sluice/pkg/disruption"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/gang"
 	"github.com/sluice-sched/sluice/pkg/overflow"
@@ -96,7 +97,7 @@ func (pl *OverflowPreemption) planFor(pods []*v1.Pod, pinned []string, req gang.
 			if !pl.classes.Eligible(p) {
 				continue
 			}
-			if _, why := pl.budgets.Of(p); why != "" {
+			if _, why := pl.ledger.Of(p); why != "" {
 				st.Blocked = append(st.Blocked, overflow.Blocked{Pod: p, Why: why})
 				continue
 			}
@@ -218,8 +219,8 @@ func (pl *OverflowPreemption) start(ctx context.Context, key string, owner metav
 	for _, n := range nodes {
 		for _, v := range p.claim.Victims[n] {
 			victims = append(victims, v)
-			budget, _ := pl.budgets.Of(v)
-			owner, _ := overflow.OwnerOf(v)
+			budget, _ := pl.ledger.Of(v)
+			owner, _ := disruption.OwnerOf(v)
 			target := p.claim.Targets[v.Namespace+"/"+v.Name]
 			c.Spec.Victims = append(c.Spec.Victims, v1alpha1.Victim{
 				Namespace: v.Namespace, Name: v.Name, UID: v.UID, Node: n,

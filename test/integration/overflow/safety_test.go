@@ -386,6 +386,28 @@ func TestDeploymentWithoutBudgetIsPaced(t *testing.T) {
 	watch.check(t)
 }
 
+// TestConcurrentClaimsShareADefaultBudget: two research pods claim a node
+// each at once, every victim a replica of one Deployment without a
+// PodDisruptionBudget (8 replicas, 4 on each node). Between them the two
+// claims never take more than the default budget (25%: 2) down, counted by
+// a watcher of Ready replicas, and both research pods are bound.
+func TestConcurrentClaimsShareADefaultBudget(t *testing.T) {
+	cp := harness.Shared(t)
+	ns := harness.NewNamespace(t, cp.Client)
+	nodes := cluster(t, cp, "cb", 1, 2, 1, 64, false)
+	startScheduler(t, cp, 600)
+	harness.CreateDeployment(t, cp, pinned(harness.InferenceDeployment(ns, "serve", 8, 2), "cb-overflow", "", nodes...), nil)
+	waitPlaced(t, cp, ns, "serve", 8, func(n string) bool { return n == nodes[0] || n == nodes[1] }, "on "+strings.Join(nodes, " and "))
+	watch := watchBudgets(t, cp, ns, budgets([]deployment{{"serve", 8, 2, intstr.FromString("25%")}}))
+	inv := harness.WatchInvariants(t, cp, ns, 64)
+	inv.Arm()
+	researchPod(t, cp, ns, "train-a", 8)
+	researchPod(t, cp, ns, "train-b", 8)
+	harness.WaitForPodsBound(t, cp.Client, ns, "train-a", "train-b")
+	waitPlaced(t, cp, ns, "serve", 8, func(n string) bool { return n == "cb-overflow" }, "on the overflow node")
+	watch.check(t)
+}
+
 // TestBarePodNeverAVictim: a production pod without a controller is never
 // evicted (nothing would recreate it), though it comes first by name;
 // research waiting only on it is told so.
@@ -618,7 +640,7 @@ func TestLargeClaimIsRecorded(t *testing.T) {
 		created.Status.Replacements = append(created.Status.Replacements, uuid.NewUUID())
 	}
 	created.Status.Phase, created.Status.Rounds = v1alpha1.PhaseFreed, 200
-	if err := store.UpdateStatus(t.Context(), created); err != nil {
+	if _, err := store.UpdateStatus(t.Context(), created); err != nil {
 		t.Fatalf("writing the status of a claim of %d victims, all evicted and replaced: %v", len(c.Spec.Victims), err)
 	}
 	got := claimsOf(t, cp, ns)

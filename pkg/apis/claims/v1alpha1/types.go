@@ -64,8 +64,7 @@ type ResearchClaimSpec struct {
 	// this long.
 	TimeoutSeconds int64 `json:"timeoutSeconds"`
 	// ReplacementTimeoutSeconds: an evicted victim whose replacement is
-	// not Ready on an overflow node within this long stops holding back
-	// its budget.
+	// not placed within this long stops holding its overflow room.
 	ReplacementTimeoutSeconds int64 `json:"replacementTimeoutSeconds"`
 	// MakeBeforeBreak: each victim is evicted only once the overflow node
 	// it targets runs a warm instance of it (its pod condition
@@ -236,6 +235,11 @@ const (
 // ResearchClaimStatus is what the claim engine did.
 type ResearchClaimStatus struct {
 	Phase Phase `json:"phase,omitempty"`
+	// Evicting are the victims whose eviction is about to be issued or
+	// was issued without an answer: written before the Eviction API is
+	// called, so a new leader tells a victim evicted from one that went
+	// away on its own, and may finish an eviction cut off midway.
+	Evicting []types.UID `json:"evicting,omitempty"`
 	// Evicted are the victims evicted, with when.
 	Evicted []Eviction `json:"evicted,omitempty"`
 	// Replaced are the victims whose replacement is Ready on an overflow

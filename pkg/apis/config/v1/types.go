@@ -232,9 +232,9 @@ type ClaimsConfig struct {
 	// WaveTimeoutSeconds: how long a claim's evictions may make no
 	// progress before it is given up. Default: 600.
 	WaveTimeoutSeconds *int64 `json:"waveTimeoutSeconds,omitempty"`
-	// ReplacementTimeoutSeconds: how long an evicted victim's replacement
-	// may take to be Ready on an overflow node before it stops holding
-	// back its budget. Default: 300.
+	// ReplacementTimeoutSeconds: how long an evicted victim's overflow
+	// room is held for its replacement to be placed. Its budget stays
+	// spent until a replacement is Ready, whatever this says. Default: 300.
 	ReplacementTimeoutSeconds *int64 `json:"replacementTimeoutSeconds,omitempty"`
 	// DefaultMaxUnavailable paces pods whose controller has no
 	// PodDisruptionBudget: an integer or a percent of the controller's
