@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -299,7 +300,7 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	}
 	if pausedNow && e.cfg.Recorder != nil {
 		for _, p := range claimants {
-			e.cfg.Recorder.Eventf(p, nil, v1.EventTypeWarning, ReasonPaused, action, "claim of %s %s", c.Spec.Domain, message)
+			e.cfg.Recorder.Eventf(p, nil, v1.EventTypeWarning, ReasonPaused, action, "%s", note("claim of "+c.Spec.Domain+" "+message))
 		}
 	}
 	if freedNow {
@@ -685,15 +686,26 @@ func (b blockers) add(why string, v v1alpha1.Victim) {
 	b[why] = append(b[why], v.Namespace+"/"+v.Name)
 }
 
-// String says each reason once, with how many victims and the first few.
+// maxReasons is how many reasons blockers.String names; the rest are
+// counted, so a claim held by many budgets still fits an Event's note.
+const maxReasons = 3
+
+// String says the first maxReasons reasons (by the victims they hold,
+// most first), each with how many victims and the first few, and counts
+// the rest.
 func (b blockers) String() string {
 	reasons := make([]string, 0, len(b))
 	for why := range b {
 		reasons = append(reasons, why)
 	}
-	sort.Strings(reasons)
-	parts := make([]string, 0, len(reasons))
-	for _, why := range reasons {
+	sort.Slice(reasons, func(i, j int) bool {
+		if len(b[reasons[i]]) != len(b[reasons[j]]) {
+			return len(b[reasons[i]]) > len(b[reasons[j]])
+		}
+		return reasons[i] < reasons[j]
+	})
+	parts := make([]string, 0, maxReasons+1)
+	for _, why := range reasons[:min(len(reasons), maxReasons)] {
 		pods := b[why]
 		names := strings.Join(pods[:min(len(pods), 3)], ", ")
 		if len(pods) > 3 {
@@ -701,7 +713,30 @@ func (b blockers) String() string {
 		}
 		parts = append(parts, fmt.Sprintf("%s (%d pods: %s)", why, len(pods), names))
 	}
+	if rest := len(reasons) - maxReasons; rest > 0 {
+		pods := 0
+		for _, why := range reasons[maxReasons:] {
+			pods += len(b[why])
+		}
+		parts = append(parts, fmt.Sprintf("and %d more reasons (%d pods)", rest, pods))
+	}
 	return strings.Join(parts, "; ")
+}
+
+// maxNote is the longest Event note the engine writes: the events API
+// refuses notes over 1,024 bytes, and the Event with them.
+const maxNote = 1000
+
+// note cuts an Event's note to maxNote bytes, at a character boundary.
+func note(s string) string {
+	if len(s) <= maxNote {
+		return s
+	}
+	cut := maxNote - len(" [cut]")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + " [cut]"
 }
 
 // writeStatus writes c's status if it changed from stored's.
@@ -741,7 +776,7 @@ func (e *Engine) giveUp(ctx context.Context, c, stored *v1alpha1.ResearchClaim, 
 	}
 	e.report(ctx, c, claimants)
 	if e.cfg.Recorder != nil {
-		msg := fmt.Sprintf("%s; no new claim before %s", why, retry.Format(time.RFC3339))
+		msg := note(fmt.Sprintf("no new claim before %s: %s", retry.Format(time.RFC3339), why))
 		for _, p := range claimants {
 			e.cfg.Recorder.Eventf(p, nil, v1.EventTypeWarning, ReasonGivenUp, "Preempting", "%s", msg)
 		}

@@ -1038,3 +1038,40 @@ func TestStartingReplacementCountedOnce(t *testing.T) {
 		t.Fatalf("%d reservations with one replacement bound to vk (still starting), want 7: it counts on vk itself", len(got))
 	}
 }
+
+// TestEventNotesBounded: a claim blocked by 40 PodDisruptionBudgets, each
+// allowing nothing now, says so in its Events within the events API's
+// 1,024-byte note limit (a longer note is refused, and the Event lost),
+// naming a few budgets and counting the rest.
+func TestEventNotesBounded(t *testing.T) {
+	r := newRig(t)
+	var victims []*v1.Pod
+	for i := range 40 {
+		name := fmt.Sprintf("serving-model-with-a-long-name-%02d", i)
+		victims = append(victims, r.rs(name, 4, "n0", 1)[0])
+		r.pdb(name, name, 1, 4, 3)
+	}
+	key := r.claim(r.claimant("train"), victims)
+	r.sync(key, 0)
+	r.sync(key, 601*time.Second)
+	all := r.events("")
+	for _, reason := range []string{ReasonPaused, ReasonGivenUp} {
+		var got []string
+		for _, e := range all {
+			if strings.Contains(e, " "+reason+" ") {
+				got = append(got, e)
+			}
+		}
+		if len(got) == 0 {
+			t.Fatalf("no %s Event", reason)
+		}
+		for _, e := range got {
+			if len(e) > 1024 {
+				t.Errorf("%s Event of %d bytes, over the events API's 1,024: %.200s...", reason, len(e), e)
+			}
+			if !strings.Contains(e, "more") {
+				t.Errorf("%s Event does not count the budgets it leaves out: %s", reason, e)
+			}
+		}
+	}
+}
