@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -47,6 +49,11 @@ type Store struct {
 	// index, rebuilt on every change of a claim.
 	claimed      sets.Set[string] // nodes live claims free or nominate
 	reservations []overflow.Reservation
+	// held is what live claims hold, by overflow provider; evicted, per
+	// controller, the reservations of its victims evicted and not yet
+	// replaced (a replacement of the controller may take one).
+	held    map[overflow.Target]capacity.Resources
+	evicted map[types.UID][]overflow.Reservation
 }
 
 // NewStore starts watching claims with dyn; it stops with ctx.
@@ -192,6 +199,8 @@ func Live(c *v1alpha1.ResearchClaim) bool { return c.Status.Phase != v1alpha1.Ph
 func (s *Store) reindex() {
 	claimed := sets.New[string]()
 	var reservations []overflow.Reservation
+	held := map[overflow.Target]capacity.Resources{}
+	evicted := map[types.UID][]overflow.Reservation{}
 	for _, c := range s.List() {
 		if !Live(c) {
 			continue
@@ -200,6 +209,10 @@ func (s *Store) reindex() {
 			claimed.Insert(cl.Node)
 		}
 		replaced := sets.New(c.Status.Replaced...)
+		gone := sets.New[types.UID]()
+		for _, ev := range c.Status.Evicted {
+			gone.Insert(ev.UID)
+		}
 		for _, v := range c.Spec.Victims {
 			if replaced.Has(v.UID) {
 				continue
@@ -207,11 +220,16 @@ func (s *Store) reindex() {
 			claimed.Insert(v.Node)
 			req := capacity.ResourcesOf(v.Requests)
 			req.Pods = 1
-			reservations = append(reservations, overflow.Reservation{Target: overflow.Target{Node: v.Target.Node, Provider: v.Target.Provider}, Requests: req})
+			r := overflow.Reservation{Target: overflow.Target{Node: v.Target.Node, Provider: v.Target.Provider}, Requests: req}
+			reservations = append(reservations, r)
+			held[r.Target] = held[r.Target].Add(req)
+			if gone.Has(v.UID) {
+				evicted[v.Owner.UID] = append(evicted[v.Owner.UID], r)
+			}
 		}
 	}
 	s.mu.Lock()
-	s.claimed, s.reservations = claimed, reservations
+	s.claimed, s.reservations, s.held, s.evicted = claimed, reservations, held, evicted
 	s.mu.Unlock()
 }
 
@@ -233,6 +251,28 @@ func (s *Store) Reservations() []overflow.Reservation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]overflow.Reservation(nil), s.reservations...)
+}
+
+// ReservationsFor is the overflow room live claims hold, by provider, for
+// a pod of the controller with UID owner: less, at each provider, one
+// reservation of a victim of that controller evicted and not yet
+// replaced, which the pod may take as its replacement.
+func (s *Store) ReservationsFor(owner types.UID) []overflow.Reservation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := maps.Clone(s.held)
+	seen := map[overflow.Target]bool{}
+	for _, r := range s.evicted[owner] {
+		if !seen[r.Target] {
+			seen[r.Target] = true
+			held[r.Target] = held[r.Target].Sub(r.Requests)
+		}
+	}
+	out := make([]overflow.Reservation, 0, len(held))
+	for t, req := range held {
+		out = append(out, overflow.Reservation{Target: t, Requests: req})
+	}
+	return out
 }
 
 func (s *Store) resource(namespace string) dynamic.ResourceInterface {

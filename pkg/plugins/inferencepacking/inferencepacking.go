@@ -21,7 +21,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/cache"
@@ -74,6 +76,10 @@ const (
 	// the pod as written (offer.Portable), so binding it there would
 	// leave it pending for good.
 	ReasonCannotRunThere = "OverflowCannotRunPod"
+	// ReasonNoRoom: no provider behind the overflow node has room for the
+	// whole pod, less what live claims hold there for their victims, so
+	// dispatch would fail (the node sums its providers' room).
+	ReasonNoRoom = "OverflowNoRoom"
 )
 
 // InferencePacking is the plugin.
@@ -326,6 +332,11 @@ type preFilterState struct {
 	claimed sets.Set[string]
 	refuse  map[string]string
 	gpus    int64
+	// overflowNodes are the overflow nodes whose room Filter checks for a
+	// pod that tolerates them (nil: none); held is what live claims hold
+	// there, less the room held for the pod if it replaces a victim.
+	overflowNodes map[string]nodeOffer
+	held          []overflow.Reservation
 }
 
 // Clone returns the state: it is not changed after PreFilter.
@@ -347,6 +358,14 @@ func (pl *InferencePacking) PreFilter(_ context.Context, state fwk.CycleState, p
 		s.claimed = pl.store.ClaimedNodes()
 	}
 	if offers := *pl.offers.Load(); len(offers) > 0 && pl.classes.ToleratesOverflow(pod) {
+		s.overflowNodes = offers
+		if pl.store != nil {
+			var owner types.UID
+			if ref := metav1.GetControllerOf(pod); ref != nil {
+				owner = ref.UID
+			}
+			s.held = pl.store.ReservationsFor(owner)
+		}
 		for name, o := range offers {
 			err := o.err
 			if err == nil {
@@ -362,7 +381,7 @@ func (pl *InferencePacking) PreFilter(_ context.Context, state fwk.CycleState, p
 	}
 	s.gpus = pl.gpuCheck(pod)
 	result := pl.narrow(state, pod, all, s.gpus)
-	if s.gpus == 0 && s.claimed.Len() == 0 && len(s.refuse) == 0 {
+	if s.gpus == 0 && s.claimed.Len() == 0 && len(s.refuse) == 0 && s.overflowNodes == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	state.Write(preFilterStateKey, s)
@@ -513,11 +532,29 @@ func (pl *InferencePacking) Filter(_ context.Context, state fwk.CycleState, pod 
 		pl.waiting.Add(pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonCannotRunThere+": "+why)
 	}
+	if _, ok := s.overflowNodes[name]; ok && !overflowRoom(pl.classes, pod, ni, s.held) {
+		pl.waiting.Add(pod)
+		return fwk.NewStatus(fwk.Unschedulable, ReasonNoRoom+": no provider behind this overflow node has room for the whole pod, less what research claims hold there for the production they move")
+	}
 	if !s.claimed.Has(name) {
 		return nil
 	}
 	pl.waiting.Add(pod)
 	return fwk.NewStatus(fwk.Unschedulable, ReasonClaimed+": a research claim is freeing this node")
+}
+
+// overflowRoom reports whether one provider behind overflow node ni has
+// room for all of pod, as dispatch needs: its capacity less the pods it
+// runs (and those bound not yet dispatched, counted where dispatch would
+// put them) and less held.
+func overflowRoom(classes *overflow.Classes, pod *v1.Pod, ni fwk.NodeInfo, held []overflow.Reservation) bool {
+	pods := make([]*v1.Pod, 0, len(ni.GetPods()))
+	for _, pi := range ni.GetPods() {
+		pods = append(pods, pi.GetPod())
+	}
+	room := overflow.NewLedger(classes, []*v1.Node{ni.Node()}, func(string) []*v1.Pod { return pods }, held)
+	_, ok := room.Take(pod)
+	return ok
 }
 
 // Name returns the plugin name.

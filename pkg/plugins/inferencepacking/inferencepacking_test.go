@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/apis/config"
@@ -377,6 +379,7 @@ func TestFilterSkippedUnlessClaimed(t *testing.T) {
 func TestFilterKeepsPodsOffOverflowNodesThatCannotRunThem(t *testing.T) {
 	vk := node("vk", "")
 	vk.Labels = map[string]string{"type": "virtual-kubelet"}
+	vk.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
 	raw, err := offer.Offer{Providers: []offer.Provider{{Name: "burst", Healthy: true, Carries: &offer.Carries{Volumes: []string{"emptyDir"}},
 		Capacity: v1.ResourceList{"nvidia.com/gpu": resource.MustParse("64")}}}}.Encode()
 	if err != nil {
@@ -469,4 +472,97 @@ func claimStore(t *testing.T) *claims.Store {
 		t.Fatalf("the claim store never synced: %v", err)
 	}
 	return store
+}
+
+// TestFilterCountsOverflowRoomByProvider: a pod goes to an overflow node
+// only when one provider behind it has room for the whole pod, less what
+// live claims hold there for their victims: two providers with 4 free GPUs
+// each take no 8-GPU pod (dispatch would fail, the pod be replaced and
+// bound there again), and room a claim holds for its victims is not
+// taken by another pod (an HPA's scale-up, say), though a victim's own
+// replacement takes the room held for it.
+func TestFilterCountsOverflowRoomByProvider(t *testing.T) {
+	vk := node("vk", "")
+	vk.Labels = map[string]string{"type": "virtual-kubelet"}
+	vk.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	vk.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("16")
+	vk.Status.Capacity["nvidia.com/gpu"] = resource.MustParse("16")
+	raw, err := offer.Offer{Providers: []offer.Provider{
+		{Name: "a", Healthy: true, Capacity: v1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}},
+		{Name: "b", Healthy: true, Capacity: v1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}},
+	}}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vk.Annotations = map[string]string{offer.Annotation: raw}
+	// Each provider runs a 4-GPU pod already: 4 free at each.
+	var running []*v1.Pod
+	for _, provider := range []string{"a", "b"} {
+		p := pod("run-"+provider, "vk", "production", "4")
+		p.Status.Conditions = []v1.PodCondition{{Type: offer.ProviderCondition, Status: v1.ConditionTrue, Reason: provider}}
+		running = append(running, p)
+	}
+	store := claimStore(t)
+	nodes := []*v1.Node{node("n0", "l0"), vk}
+	pl, snapshot := newPluginWith(t, nodes, running, store)
+	h := newHandle(snapshot, vk)
+	pl.handle = h
+	if err := pl.ready(); err != nil {
+		t.Fatal(err)
+	}
+	h.informers.Start(t.Context().Done())
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		_, ok := (*pl.offers.Load())["vk"]
+		return ok, nil
+	}); err != nil {
+		t.Fatalf("the overflow node's offer never reached the plugin: %v", err)
+	}
+	serving := func(name, gpus, owner string) *v1.Pod {
+		p := pod(name, "", "production", gpus)
+		p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner, UID: types.UID("rs-" + owner), Controller: ptr.To(true)}}
+		return p
+	}
+	filterVK := func(p *v1.Pod) *fwk.Status {
+		t.Helper()
+		state := framework.NewCycleState()
+		if _, status := pl.PreFilter(t.Context(), state, p, nil); !status.IsSuccess() {
+			t.Fatalf("%s: PreFilter = %v, want Success", p.Name, status)
+		}
+		ni, err := snapshot.Get("vk")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pl.Filter(t.Context(), state, p, ni)
+	}
+	if status := filterVK(serving("eight", "8", "big")); status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), ReasonNoRoom) {
+		t.Errorf("8 GPUs on two providers with 4 free each: Filter = %v, want Unschedulable, %s", status, ReasonNoRoom)
+	}
+	if status := filterVK(serving("four", "4", "small")); !status.IsSuccess() {
+		t.Errorf("4 GPUs on a provider with 4 free: Filter = %v, want Success", status)
+	}
+
+	// A live claim holds 4 GPUs on each provider for two victims of
+	// ReplicaSet serve, one of them evicted already.
+	claim := &v1alpha1.ResearchClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train"}}
+	claim.Spec.Claimants = []v1alpha1.Claimant{{Name: "train", UID: "train", Node: "n0"}}
+	for i, provider := range []string{"a", "b"} {
+		claim.Spec.Victims = append(claim.Spec.Victims, v1alpha1.Victim{Namespace: "ns", Name: fmt.Sprintf("serve-%d", i), UID: types.UID(fmt.Sprintf("serve-%d", i)), Node: "n0",
+			Owner: v1alpha1.Owner{Kind: "ReplicaSet", Name: "serve", UID: "rs-serve"}, Budget: "default/ns/ReplicaSet/serve",
+			Target: v1alpha1.Target{Node: "vk", Provider: provider}, Requests: v1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")}})
+	}
+	created, err := store.Create(t.Context(), claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status.Evicted = []v1alpha1.Eviction{{UID: "serve-0", Time: metav1.Now()}}
+	if _, err := store.UpdateStatus(t.Context(), created); err != nil {
+		t.Fatal(err)
+	}
+	if status := filterVK(serving("scale-up", "4", "small")); status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), ReasonNoRoom) {
+		t.Errorf("4 GPUs where a claim holds every GPU for its victims: Filter = %v, want Unschedulable, %s", status, ReasonNoRoom)
+	}
+	if status := filterVK(serving("serve-new", "4", "serve")); !status.IsSuccess() {
+		t.Errorf("the replacement of the evicted victim: Filter = %v, want Success (the room held for it)", status)
+	}
 }
