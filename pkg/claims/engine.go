@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -123,31 +124,49 @@ type Config struct {
 // Engine carries out claims.
 type Engine struct {
 	cfg   Config
-	pods  corelisters.PodLister
-	nodes corelisters.NodeLister
+	pods   corelisters.PodLister
+	nodes  corelisters.NodeLister
+	byNode cache.Indexer
 	queue workqueue.TypedRateLimitingInterface[string]
 	// synced are the informers the engine reads: it acts only on a full
 	// view (an empty pod cache would make every claimant look gone).
 	synced []cache.InformerSynced
 }
 
-// NewEngine builds an engine over cfg's informers. Run drives it.
-func NewEngine(cfg Config) *Engine {
+// nodeIndex indexes pods by the node they are bound to.
+const nodeIndex = "sluice.dev/node-name"
+
+// NewEngine builds an engine over cfg's informers, which must not have
+// started (it indexes pods by node). Run drives it.
+func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	podInformer := cfg.Informers.Core().V1().Pods().Informer()
+	if _, ok := podInformer.GetIndexer().GetIndexers()[nodeIndex]; !ok {
+		if err := podInformer.AddIndexers(cache.Indexers{nodeIndex: func(obj any) ([]string, error) {
+			if pod, ok := obj.(*v1.Pod); ok && pod.Spec.NodeName != "" {
+				return []string{pod.Spec.NodeName}, nil
+			}
+			return nil, nil
+		}}); err != nil {
+			return nil, fmt.Errorf("indexing pods by node: %w", err)
+		}
+	}
 	return &Engine{
 		cfg:    cfg,
+		byNode: podInformer.GetIndexer(),
 		pods:   cfg.Informers.Core().V1().Pods().Lister(),
 		nodes:  cfg.Informers.Core().V1().Nodes().Lister(),
 		synced: append(disruption.Synced(cfg.Informers), cfg.Informers.Core().V1().Nodes().Informer().HasSynced),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sluice-claims"}),
-	}
+	}, nil
 }
 
 // Run carries out claims until ctx ends: a claim is synced when it
-// changes, when any pod, budget or node changes, and every resyncPeriod.
+// changes, when a pod, budget or node it reads changes (Store.Watching),
+// and every resyncPeriod.
 func (e *Engine) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("claims")
 	ctx = klog.NewContext(ctx, logger)
@@ -165,12 +184,18 @@ func (e *Engine) Run(ctx context.Context) {
 			enqueue(c)
 		}
 	}
-	every := cache.ResourceEventHandlerFuncs{AddFunc: all, UpdateFunc: func(_, o any) { all(o) }, DeleteFunc: all}
+	// A pod, budget or node change syncs only the claims that read it.
+	touched := func(obj any) {
+		for _, key := range e.cfg.Store.Watching(watchKeys(obj)...) {
+			e.queue.Add(key)
+		}
+	}
+	changed := cache.ResourceEventHandlerFuncs{AddFunc: touched, UpdateFunc: func(_, o any) { touched(o) }, DeleteFunc: touched}
 	for _, inf := range []cache.SharedIndexInformer{
 		e.cfg.Informers.Core().V1().Pods().Informer(), e.cfg.Informers.Policy().V1().PodDisruptionBudgets().Informer(),
 		e.cfg.Informers.Core().V1().Nodes().Informer(),
 	} {
-		reg, err := inf.AddEventHandler(every)
+		reg, err := inf.AddEventHandler(changed)
 		if err != nil {
 			logger.Error(err, "Claim engine cannot watch")
 			return
@@ -185,6 +210,27 @@ func (e *Engine) Run(ctx context.Context) {
 	logger.Info("Claim engine running")
 	for e.processNext(ctx) {
 	}
+}
+
+// watchKeys are the Store watch keys a pod, PodDisruptionBudget or node
+// event touches.
+func watchKeys(obj any) []string {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	switch o := obj.(type) {
+	case *v1.Pod:
+		keys := []string{PodKey(o.UID)}
+		if ref := metav1.GetControllerOf(o); ref != nil {
+			keys = append(keys, OwnerKey(ref.UID))
+		}
+		return keys
+	case *policyv1.PodDisruptionBudget:
+		return []string{BudgetKey("pdb/" + o.Namespace + "/" + o.Name)}
+	case *v1.Node:
+		return []string{NodeKey(o.Name)}
+	}
+	return nil
 }
 
 func (e *Engine) processNext(ctx context.Context) bool {
@@ -529,10 +575,10 @@ func (e *Engine) room() *overflow.Ledger {
 }
 
 func (e *Engine) podsOn(node string) []*v1.Pod {
-	all, _ := e.pods.List(labels.Everything())
-	var out []*v1.Pod
-	for _, p := range all {
-		if p.Spec.NodeName == node {
+	objs, _ := e.byNode.ByIndex(nodeIndex, node)
+	out := make([]*v1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*v1.Pod); ok {
 			out = append(out, p)
 		}
 	}

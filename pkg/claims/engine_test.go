@@ -6,6 +6,7 @@ package claims
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,7 +46,7 @@ var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 // fake apiserver for evictions and claims, and a fake clock: each Sync is
 // one look, deterministic.
 type rig struct {
-	t        *testing.T
+	t        testing.TB
 	ctx      context.Context
 	inf      informers.SharedInformerFactory
 	dyn      *dynamicfake.FakeDynamicClient
@@ -70,7 +71,7 @@ type rig struct {
 	activated   []string
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	r := &rig{t: t, ctx: t.Context(), clock: testingclock.NewFakeClock(t0), recorder: events.NewFakeRecorder(1000)}
 	client := fake.NewClientset()
 	r.client, r.conds = client, &fakeConditions{}
@@ -123,7 +124,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.engine = NewEngine(Config{
+	r.engine, err = NewEngine(Config{
 		Client: client, Conditions: r.conds,
 		Informers: r.inf, Store: r.store, Classes: classes,
 		Ledger:   r.ledger,
@@ -138,6 +139,9 @@ func newRig(t *testing.T) *rig {
 		RetryBackoff: 30 * time.Second,
 		Clock:        r.clock,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Two physical nodes and an overflow node with 64 GPUs of room.
 	for _, n := range []string{"n0", "n1"} {
 		r.put(node(n, false))
@@ -1073,5 +1077,36 @@ func TestEventNotesBounded(t *testing.T) {
 				t.Errorf("%s Event does not count the budgets it leaves out: %s", reason, e)
 			}
 		}
+	}
+}
+
+// TestEventsSyncOnlyTheClaimsThatReadThem: a pod, budget or node event
+// syncs the claims whose sync reads it (their claimants, victims, the
+// victims' controllers, budgets and overflow nodes), not every claim.
+func TestEventsSyncOnlyTheClaimsThatReadThem(t *testing.T) {
+	r := newRig(t)
+	a := r.claim(r.claimant("train-a"), r.rs("serve", 2, "n0", 1))
+	b := r.claim(r.claimant("train-b"), r.rs("chat", 2, "n1", 1))
+	other := r.replica("other", "other-0", "n1", 1)
+	for _, tt := range []struct {
+		name string
+		obj  any
+		want []string
+	}{
+		{"a victim", r.replica("serve", "serve-0", "n0", 1), []string{a}},
+		{"a replacement of a victim's controller", r.replica("chat", "chat-new", "vk", 1), []string{b}},
+		{"a claimant", &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "train-a", UID: "train-a"}}, []string{a}},
+		{"a pod no claim reads", other, nil},
+		{"the overflow node both count on", node("vk", true), []string{a, b}},
+		{"a physical node", node("n1", false), nil},
+		{"a budget no claim uses", &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "other"}}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := r.store.Watching(watchKeys(tt.obj)...)
+			slices.Sort(got)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("claims synced (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,9 @@ type Store struct {
 	// replaced (a replacement of the controller may take one).
 	held    map[overflow.Target]capacity.Resources
 	evicted map[types.UID][]overflow.Reservation
+	// watching maps what a live claim's sync reads (WatchKey) to the
+	// claims (namespace/name) that read it.
+	watching map[string][]string
 }
 
 // NewStore starts watching claims with dyn; it stops with ctx.
@@ -201,7 +205,19 @@ func (s *Store) reindex() {
 	var reservations []overflow.Reservation
 	held := map[overflow.Target]capacity.Resources{}
 	evicted := map[types.UID][]overflow.Reservation{}
+	watching := map[string][]string{}
 	for _, c := range s.List() {
+		key := c.Namespace + "/" + c.Name
+		watch := sets.New[string]()
+		for _, cl := range c.Spec.Claimants {
+			watch.Insert(PodKey(cl.UID))
+		}
+		for _, v := range c.Spec.Victims {
+			watch.Insert(PodKey(v.UID), OwnerKey(v.Owner.UID), BudgetKey(v.Budget), NodeKey(v.Target.Node))
+		}
+		for k := range watch {
+			watching[k] = append(watching[k], key)
+		}
 		if !Live(c) {
 			continue
 		}
@@ -229,7 +245,7 @@ func (s *Store) reindex() {
 		}
 	}
 	s.mu.Lock()
-	s.claimed, s.reservations, s.held, s.evicted = claimed, reservations, held, evicted
+	s.claimed, s.reservations, s.held, s.evicted, s.watching = claimed, reservations, held, evicted, watching
 	s.mu.Unlock()
 }
 
@@ -251,6 +267,31 @@ func (s *Store) Reservations() []overflow.Reservation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]overflow.Reservation(nil), s.reservations...)
+}
+
+// Watch keys name what a claim's sync reads, so that a change to one syncs
+// only the claims that read it: its claimants and victims (PodKey), its
+// victims' controllers (OwnerKey: their replacements, a default budget's
+// pods), budgets (BudgetKey) and overflow nodes (NodeKey).
+func PodKey(uid types.UID) string    { return "pod/" + string(uid) }
+func OwnerKey(uid types.UID) string  { return "owner/" + string(uid) }
+func BudgetKey(budget string) string { return "budget/" + budget }
+func NodeKey(node string) string     { return "node/" + node }
+
+// Watching lists, once each, the claims (namespace/name) that read any
+// of keys.
+func (s *Store) Watching(keys ...string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, k := range keys {
+		for _, c := range s.watching[k] {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // ReservationsFor is the overflow room live claims hold, by provider, for

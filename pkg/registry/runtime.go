@@ -489,7 +489,7 @@ func (rt *Runtime) buildClaims(h fwk.Handle) error {
 	if err != nil {
 		return fmt.Errorf("research claims: %w", err)
 	}
-	rt.engine = claims.NewEngine(claims.Config{
+	rt.engine, err = claims.NewEngine(claims.Config{
 		Client:     h.ClientSet(),
 		Conditions: reporter,
 		Informers:  informers,
@@ -506,6 +506,9 @@ func (rt *Runtime) buildClaims(h fwk.Handle) error {
 		},
 		RetryBackoff: time.Duration(rt.claimsCfg.RetryBackoffSeconds) * time.Second,
 	})
+	if err != nil {
+		return fmt.Errorf("research claims: %w", err)
+	}
 	if rt.returnCfg.Enabled {
 		var external capacity.External
 		if rt.slurmView != nil {
