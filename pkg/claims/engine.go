@@ -123,11 +123,11 @@ type Config struct {
 
 // Engine carries out claims.
 type Engine struct {
-	cfg   Config
+	cfg    Config
 	pods   corelisters.PodLister
 	nodes  corelisters.NodeLister
 	byNode cache.Indexer
-	queue workqueue.TypedRateLimitingInterface[string]
+	queue  workqueue.TypedRateLimitingInterface[string]
 	// synced are the informers the engine reads: it acts only on a full
 	// view (an empty pod cache would make every claimant look gone).
 	synced []cache.InformerSynced
