@@ -8,7 +8,11 @@
 //   - no eviction ever leaves a PodDisruptionBudget with fewer healthy
 //     pods than it requires (from its spec, against its pods'
 //     controllers' replicas: the check holds with the disruption
-//     controller down too);
+//     controller down too), selecting as policy/v1 does (an empty
+//     selector selects every pod of its namespace); and no eviction of a
+//     pod no PDB selects leaves its controller with fewer healthy pods
+//     than sluice's default budget requires (replicas less
+//     DefaultMaxUnavailable of them, at least 1);
 //   - no research pod is ever evicted, and no pod without a controller
 //     (nothing would recreate it);
 //   - production is never evicted beyond the overflow room: the GPUs of
@@ -49,6 +53,9 @@ type Options struct {
 	IsOverflowNode func(node string) bool
 	// Research and Production are the priority classes.
 	Research, Production string
+	// DefaultMaxUnavailable is sluice's default budget for a controller
+	// without a PodDisruptionBudget (nil: 25%, sluice's default).
+	DefaultMaxUnavailable *intstr.IntOrString
 }
 
 // Watcher records violations until its context ends.
@@ -64,6 +71,8 @@ type Watcher struct {
 	list    []string
 	evicted map[string]int // evictions seen, by class ("research", "production", "bare", "other")
 	peak    int64          // most production GPUs ever on overflow or waiting
+	// overdrafts counts evictions that left a budget short.
+	overdrafts int
 }
 
 // Start watches until ctx ends; it returns once the informers have synced.
@@ -75,6 +84,10 @@ func Start(ctx context.Context, cs kubernetes.Interface, opts Options) (*Watcher
 	}
 	if opts.Research == "" {
 		opts.Research, opts.Production = "research", "production"
+	}
+	if opts.DefaultMaxUnavailable == nil {
+		quarter := intstr.FromString("25%")
+		opts.DefaultMaxUnavailable = &quarter
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(opts.Namespace))
 	w := &Watcher{opts: opts, seen: map[string]bool{}, evicted: map[string]int{}}
@@ -133,6 +146,15 @@ func (w *Watcher) Evictions() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// Overdrafts counts the evictions that left a budget (a
+// PodDisruptionBudget, or the default budget of a controller without one)
+// with fewer healthy pods than it requires, since Arm.
+func (w *Watcher) Overdrafts() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.overdrafts
 }
 
 // PeakOverflowGPUs is the most production GPUs ever on overflow nodes or
@@ -198,14 +220,20 @@ func (w *Watcher) evictedPod(p *v1.Pod) {
 }
 
 // checkBudgets, at the eviction of victim: every PodDisruptionBudget that
-// selects it keeps at least the healthy pods its spec requires.
+// selects it keeps at least the healthy pods its spec requires; when none
+// does, its controller keeps what the default budget requires.
 func (w *Watcher) checkBudgets(victim *v1.Pod) {
+	selected := false
 	for _, obj := range w.pdbs.List() {
 		pdb := obj.(*policyv1.PodDisruptionBudget)
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || sel.Empty() || pdb.Namespace != victim.Namespace || !sel.Matches(labels.Set(victim.Labels)) {
+		if pdb.Namespace != victim.Namespace || pdb.Spec.Selector == nil {
 			continue
 		}
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(victim.Labels)) {
+			continue
+		}
+		selected = true
 		var healthy int
 		expected := map[string]int32{} // controller -> replicas
 		for _, o := range w.pods.List() {
@@ -218,7 +246,7 @@ func (w *Watcher) checkBudgets(victim *v1.Pod) {
 					expected[string(ref.UID)] = n
 				}
 			}
-			if p.DeletionTimestamp == nil && !disruptionTarget(p) && ready(p) {
+			if healthyPod(p) {
 				healthy++
 			}
 		}
@@ -228,9 +256,40 @@ func (w *Watcher) checkBudgets(victim *v1.Pod) {
 		}
 		need, ok := desiredHealthy(pdb, int(total))
 		if ok && healthy < need {
+			w.overdrafts++
 			w.violate("evicting %s left PodDisruptionBudget %s/%s with %d healthy pods; it requires %d of %d", victim.Name, pdb.Namespace, pdb.Name, healthy, need, total)
 		}
 	}
+	ref := metav1.GetControllerOf(victim)
+	if selected || ref == nil {
+		return
+	}
+	replicas, ok := w.replicas(victim.Namespace, ref)
+	if !ok {
+		return
+	}
+	down, err := intstr.GetScaledValueFromIntOrPercent(w.opts.DefaultMaxUnavailable, int(replicas), false)
+	if err != nil {
+		return
+	}
+	need := int(replicas) - max(down, 1)
+	healthy := 0
+	for _, o := range w.pods.List() {
+		p := o.(*v1.Pod)
+		if c := metav1.GetControllerOf(p); c != nil && c.UID == ref.UID && healthyPod(p) {
+			healthy++
+		}
+	}
+	if healthy < need {
+		w.overdrafts++
+		w.violate("evicting %s left %s %s/%s, which has no PodDisruptionBudget, with %d healthy pods; its default budget requires %d of %d",
+			victim.Name, ref.Kind, victim.Namespace, ref.Name, healthy, need, replicas)
+	}
+}
+
+// healthyPod: Ready, not being deleted, not being evicted.
+func healthyPod(p *v1.Pod) bool {
+	return p.DeletionTimestamp == nil && !disruptionTarget(p) && ready(p)
 }
 
 // replicas is a controller's desired replicas (ReplicaSets and

@@ -123,7 +123,8 @@ func IsReady(pod *v1.Pod) bool {
 }
 
 // WatchInvariants watches sluice's promises about claims in namespace ns
-// (internal/invariants: no PodDisruptionBudget broken by an eviction, no
+// (internal/invariants: no PodDisruptionBudget, nor the default budget of
+// a controller without one, broken by an eviction, no
 // research or controller-less pod evicted, no production evicted beyond
 // overflowGPUs of room) from Arm until the test ends, and fails the test
 // with every violation then. The overflow nodes are those labelled
@@ -151,7 +152,7 @@ func WatchInvariants(t testing.TB, cp *ControlPlane, ns string, overflowGPUs int
 		for _, v := range w.Violations() {
 			t.Errorf("invariant: %s", v)
 		}
-		t.Logf("invariants: evictions %v, at most %d production GPUs on overflow nodes or waiting", w.Evictions(), w.PeakOverflowGPUs())
+		t.Logf("invariants: evictions %v, %d budget overdrafts, at most %d production GPUs on overflow nodes or waiting", w.Evictions(), w.Overdrafts(), w.PeakOverflowGPUs())
 		cancel()
 		nodes.Shutdown()
 	})
