@@ -103,28 +103,53 @@ func NewLedger(classes *Classes, nodes []*v1.Node, podsOn func(node string) []*v
 		for _, p := range o.Providers {
 			l.slots = append(l.slots, slot{target: Target{Node: n.Name, Provider: p.Name}, healthy: p.Healthy, provider: p, runs: map[types.UID]error{}, free: freeOf(p.Capacity)})
 		}
-		mine := l.slots[first:]
-		for _, pod := range podsOn(n.Name) {
-			if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
-				continue
-			}
-			req := capacity.RequestsOf(pod)
-			i := providerIndex(mine, offer.ProviderOf(pod))
-			if i < 0 {
-				// Not dispatched yet: dispatch will pick the first
-				// healthy provider with room.
-				i = firstFit(mine, pod, req)
-			}
-			if i >= 0 {
-				mine[i].free = mine[i].free.Sub(req)
-			}
+		count(l.slots[first:], podsOn(n.Name))
+	}
+	l.hold(reservations)
+	return l
+}
+
+// count takes the room of pods (bound to one overflow node) from that
+// node's slots: a pod dispatched, at its provider; one not dispatched yet,
+// at the first healthy provider with room, where dispatch will put it.
+func count(slots []slot, pods []*v1.Pod) {
+	for _, pod := range pods {
+		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			continue
+		}
+		req := capacity.RequestsOf(pod)
+		i := providerIndex(slots, offer.ProviderOf(pod))
+		if i < 0 {
+			i = firstFit(slots, pod, req)
+		}
+		if i >= 0 {
+			slots[i].free = slots[i].free.Sub(req)
 		}
 	}
+}
+
+// hold takes reservations from the room of their targets.
+func (l *Ledger) hold(reservations []Reservation) {
 	for _, r := range reservations {
 		if i := l.index(r.Target); i >= 0 {
 			l.slots[i].free = l.slots[i].free.Sub(r.Requests)
 		}
 	}
+}
+
+// RoomOn is the room behind one overflow node, by provider, for the
+// production profile's filter: its providers' capacity less pods (the
+// pods bound to it) and held (live claims' reservations there). It counts
+// room only: whether the node is Ready is the scheduler's taint filters'
+// business, and a provider's health decides dispatch, not binding, so
+// every provider is taken as healthy.
+func RoomOn(classes *Classes, node *v1.Node, pods []*v1.Pod, held []Reservation) *Ledger {
+	l := NewLedger(classes, []*v1.Node{node}, func(string) []*v1.Pod { return nil }, nil)
+	for i := range l.slots {
+		l.slots[i].healthy = true
+	}
+	count(l.slots, pods)
+	l.hold(held)
 	return l
 }
 

@@ -86,7 +86,11 @@ func (n *Node) wantedWarm() (map[types.UID]warmWant, bool) {
 			evicted.Insert(e.UID)
 		}
 		for _, v := range c.Spec.Victims {
-			if v.Target.Node == n.cfg.NodeName && !replaced.Has(v.UID) {
+			// An evicted victim's instance is wanted while its claim
+			// lives, replaced or not: the claim counts a replacement once
+			// it is bound, which may be before it adopted the instance
+			// (a node restarted meanwhile must not drop it).
+			if v.Target.Node == n.cfg.NodeName && (!replaced.Has(v.UID) || evicted.Has(v.UID)) {
 				out[v.UID] = warmWant{victim: v, evicted: evicted.Has(v.UID)}
 			}
 		}

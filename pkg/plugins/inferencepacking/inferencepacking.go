@@ -546,14 +546,13 @@ func (pl *InferencePacking) Filter(_ context.Context, state fwk.CycleState, pod 
 // overflowRoom reports whether one provider behind overflow node ni has
 // room for all of pod, as dispatch needs: its capacity less the pods it
 // runs (and those bound not yet dispatched, counted where dispatch would
-// put them) and less held.
+// put them) and less held (overflow.RoomOn).
 func overflowRoom(classes *overflow.Classes, pod *v1.Pod, ni fwk.NodeInfo, held []overflow.Reservation) bool {
 	pods := make([]*v1.Pod, 0, len(ni.GetPods()))
 	for _, pi := range ni.GetPods() {
 		pods = append(pods, pi.GetPod())
 	}
-	room := overflow.NewLedger(classes, []*v1.Node{ni.Node()}, func(string) []*v1.Pod { return pods }, held)
-	_, ok := room.Take(pod)
+	_, ok := overflow.RoomOn(classes, ni.Node(), pods, held).Take(pod)
 	return ok
 }
 
