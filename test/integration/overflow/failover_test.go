@@ -14,6 +14,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -209,8 +210,8 @@ func TestCutOffEvictionIsWaitedOut(t *testing.T) {
 	t.Logf("evictions: %v", inv.Evictions())
 }
 
-// soakCycles is how many claim/return cycles TestSoak runs: a few in
-// `make test`, more with `make soak` (SLUICE_SOAK_CYCLES).
+// soakCycles is how many claim/return cycles TestSoak runs: one of each
+// fault in `make test`, more with `make soak` (SLUICE_SOAK_CYCLES).
 func soakCycles(t *testing.T) int {
 	if s := os.Getenv("SLUICE_SOAK_CYCLES"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -219,26 +220,62 @@ func soakCycles(t *testing.T) int {
 		}
 		return n
 	}
-	return 4
+	return 5
+}
+
+// soakApp is a Deployment of the soak, by namespace and name.
+type soakApp struct{ ns, name string }
+
+// soakProduction fills each of the four nodes with a Deployment of 4 x
+// 2-GPU replicas pinned to the node and the overflow node, each under
+// another kind of budget: a PDB (maxUnavailable 1), none (sluice's default
+// budget, 25%), a PDB again, and, alone in namespace other, a PDB with an
+// empty selector (every pod of its namespace; maxUnavailable 1).
+func soakProduction(t *testing.T, cp *harness.ControlPlane, ns, other, overflowNode string, nodes []string) []soakApp {
+	t.Helper()
+	apps := []soakApp{{ns, "serve-0"}, {ns, "serve-1"}, {ns, "serve-2"}, {other, "serve-3"}}
+	for i, a := range apps {
+		d := pinned(harness.InferenceDeployment(a.ns, a.name, 4, 2), overflowNode, "", nodes[i])
+		var pdb *policyv1.PodDisruptionBudget
+		switch i {
+		case 0, 2:
+			pdb = harness.PDB(a.ns, a.name, intstr.FromInt32(1))
+		case 3:
+			pdb = harness.PDB(a.ns, "everything", intstr.FromInt32(1))
+			pdb.Spec.Selector = &metav1.LabelSelector{}
+		}
+		harness.CreateDeployment(t, cp, d, pdb)
+	}
+	for i, a := range apps {
+		waitPlaced(t, cp, a.ns, a.name, 4, func(node string) bool { return node == nodes[i] }, "on "+nodes[i])
+	}
+	return apps
 }
 
 // TestSoak runs claim/return cycles with a fault injected into each, in
 // turn, at the claim's first eviction: the leader killed (SIGKILL), the
 // overflow node NotReady (until the claim pauses), the disruption
 // controller down (budgets frozen: the Eviction API refuses once they are
-// spent, until it is back), a Deployment of the claimed leaf scaled up.
-// Every cycle must end with the gang running and production back on its
-// nodes, and the invariant watcher must see no violation.
+// spent, until it is back), a Deployment of the claimed leaf scaled up, a
+// second gang claiming the other leaf at once. Production runs under a PDB,
+// under no PDB (sluice's default budget) and under a PDB with an empty
+// selector. Every cycle must end with the gangs running and production
+// back on its nodes, and the invariant watchers (one per namespace) must
+// see no violation: no budget overdrawn, no eviction beyond the overflow
+// room.
 func TestSoak(t *testing.T) {
 	cp := harness.Shared(t)
 	ns := harness.NewNamespace(t, cp.Client)
+	other := harness.NewNamespace(t, cp.Client)
 	nodes := cluster(t, cp, "sk", 1, 2, 2, 256, false)
 	p := startPair(t, cp, ns, 2)
-	apps := production(t, cp, ns, "sk-overflow", nodes, 0)
+	apps := soakProduction(t, cp, ns, other, "sk-overflow", nodes)
 	inv := harness.WatchInvariants(t, cp, ns, 256)
+	invOther := harness.WatchInvariants(t, cp, other, 256)
 	ev := watchEvictions(t, cp, ns)
 	inv.Arm()
-	faults := []string{"leader killed", "overflow node NotReady", "disruption controller down", "Deployment scaled mid-claim"}
+	invOther.Arm()
+	faults := []string{"leader killed", "overflow node NotReady", "disruption controller down", "Deployment scaled mid-claim", "second claim at once"}
 	injected := map[string]int{}
 	cycles := soakCycles(t)
 	start := time.Now()
@@ -268,11 +305,11 @@ func TestSoak(t *testing.T) {
 					undo = harness.StopDisruptionController(t)
 				case "Deployment scaled mid-claim":
 					app := victim.Labels["app"]
-					if err := scale(cp, ns, app, 5); err != nil {
+					if err := scale(cp, victim.Namespace, app, 5); err != nil {
 						t.Errorf("cycle %d: scaling %s: %v", cycle, app, err)
 					}
 					undo = func() {
-						if err := scale(cp, ns, app, 4); err != nil {
+						if err := scale(cp, victim.Namespace, app, 4); err != nil {
 							t.Errorf("cycle %d: scaling %s back: %v", cycle, app, err)
 						}
 					}
@@ -287,6 +324,9 @@ func TestSoak(t *testing.T) {
 		case <-time.After(2 * harness.DefaultTimeout):
 			t.Fatalf("cycle %d: no eviction", cycle)
 		}
+		if fault == "second claim at once" {
+			gang = append(gang, researchGang(t, cp, ns, fmt.Sprintf("train-%d-b", cycle), 2, 8)...)
+		}
 		if fault == "overflow node NotReady" || fault == "disruption controller down" {
 			// Held until the claim has stopped evicting because of it.
 			waitClaim(t, cp, ns, "paused", func(c *v1alpha1.ResearchClaim) bool { return c.Status.Phase == v1alpha1.PhasePaused })
@@ -299,12 +339,13 @@ func TestSoak(t *testing.T) {
 		harness.CheckGangsAtRest(t, inv)
 		harness.DeletePods(t, cp.Client, ns, gang...)
 		for i, n := range nodes {
-			waitPlaced(t, cp, ns, apps[i], 4, func(node string) bool { return node == n }, fmt.Sprintf("back on %s (cycle %d)", n, cycle))
+			waitPlaced(t, cp, apps[i].ns, apps[i].name, 4, func(node string) bool { return node == n }, fmt.Sprintf("back on %s (cycle %d)", n, cycle))
 		}
 		t.Logf("cycle %d (%s): %d evictions, done at %s", cycle, fault, ev.count()-before, time.Since(start).Round(time.Second))
 	}
-	violations := inv.Violations()
-	t.Logf("soak: %d cycles, faults injected %v, evictions %v, %d violations", cycles, injected, inv.Evictions(), len(violations))
+	violations := append(inv.Violations(), invOther.Violations()...)
+	t.Logf("soak: %d cycles, faults injected %v, evictions %v and %v, %d budget overdrafts, %d violations", cycles, injected,
+		inv.Evictions(), invOther.Evictions(), inv.Overdrafts()+invOther.Overdrafts(), len(violations))
 }
 
 func scale(cp *harness.ControlPlane, ns, name string, replicas int32) error {
