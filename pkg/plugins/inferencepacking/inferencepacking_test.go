@@ -388,18 +388,7 @@ func TestFilterKeepsPodsOffOverflowNodesThatCannotRunThem(t *testing.T) {
 	vk.Annotations = map[string]string{offer.Annotation: raw}
 	nodes := []*v1.Node{node("n0", "l0"), vk}
 	pl, snapshot := newPlugin(t, nodes, nil)
-	h := newHandle(snapshot, vk)
-	pl.handle = h
-	if err := pl.ready(); err != nil {
-		t.Fatal(err)
-	}
-	h.informers.Start(t.Context().Done())
-	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
-		_, ok := (*pl.offers.Load())["vk"]
-		return ok, nil
-	}); err != nil {
-		t.Fatalf("the overflow node's offer never reached the plugin: %v", err)
-	}
+	readOffer(t, pl, snapshot, vk)
 	tolerating := func(p *v1.Pod) *v1.Pod {
 		p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
 		return p
@@ -455,6 +444,24 @@ func TestFilterKeepsPodsOffOverflowNodesThatCannotRunThem(t *testing.T) {
 	}
 }
 
+// readOffer gives the plugin a node informer that holds overflow node vk
+// and waits until the plugin has read vk's offer.
+func readOffer(t *testing.T, pl *InferencePacking, snapshot *cache.Snapshot, vk *v1.Node) {
+	t.Helper()
+	h := newHandle(snapshot, vk)
+	pl.handle = h
+	if err := pl.ready(); err != nil {
+		t.Fatal(err)
+	}
+	h.informers.Start(t.Context().Done())
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		_, ok := (*pl.offers.Load())[vk.Name]
+		return ok, nil
+	}); err != nil {
+		t.Fatalf("the overflow node's offer never reached the plugin: %v", err)
+	}
+}
+
 // claimStore is a claim store over a fake cluster that serves
 // ResearchClaims.
 func claimStore(t *testing.T) *claims.Store {
@@ -505,18 +512,7 @@ func TestFilterCountsOverflowRoomByProvider(t *testing.T) {
 	store := claimStore(t)
 	nodes := []*v1.Node{node("n0", "l0"), vk}
 	pl, snapshot := newPluginWith(t, nodes, running, store)
-	h := newHandle(snapshot, vk)
-	pl.handle = h
-	if err := pl.ready(); err != nil {
-		t.Fatal(err)
-	}
-	h.informers.Start(t.Context().Done())
-	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
-		_, ok := (*pl.offers.Load())["vk"]
-		return ok, nil
-	}); err != nil {
-		t.Fatalf("the overflow node's offer never reached the plugin: %v", err)
-	}
+	readOffer(t, pl, snapshot, vk)
 	serving := func(name, gpus, owner string) *v1.Pod {
 		p := pod(name, "", "production", gpus)
 		p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
