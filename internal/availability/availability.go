@@ -14,6 +14,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/sluice-sched/sluice/pkg/disruption"
 )
 
 // Figures are one workload's during one phase.
@@ -48,18 +50,9 @@ func New(now func() time.Time) *Tracker {
 	return &Tracker{now: now, want: map[string]int{}, serving: map[string]map[string]bool{}, phases: map[string]map[string]*Figures{}}
 }
 
-// Serving says whether a pod serves: Ready and not being deleted.
-func Serving(p *v1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
+// Serving says whether a pod serves: Ready and not being deleted, as a
+// budget counts it healthy (disruption.Healthy).
+func Serving(p *v1.Pod) bool { return disruption.Healthy(p) }
 
 // Want sets a workload's spec.replicas (tracking it from now on).
 func (t *Tracker) Want(workload string, replicas int) {

@@ -39,6 +39,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/sluice-sched/sluice/pkg/disruption"
 )
 
 // Options say what the watcher checks against.
@@ -289,7 +291,7 @@ func (w *Watcher) checkBudgets(victim *v1.Pod) {
 
 // healthyPod: Ready, not being deleted, not being evicted.
 func healthyPod(p *v1.Pod) bool {
-	return p.DeletionTimestamp == nil && !disruptionTarget(p) && ready(p)
+	return disruption.Healthy(p) && !disruptionTarget(p)
 }
 
 // replicas is a controller's desired replicas (ReplicaSets and
@@ -371,15 +373,6 @@ func gpusOf(p *v1.Pod, gpu v1.ResourceName) int64 {
 		}
 	}
 	return n
-}
-
-func ready(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // Gangs checks, at rest, that no gang is partly bound: of the pods

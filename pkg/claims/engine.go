@@ -614,7 +614,12 @@ func (e *Engine) evict(ctx context.Context, stored, c *v1alpha1.ResearchClaim, s
 			st.blocked.add(waitingWarm+v.Target.Node, v)
 			continue
 		}
-		mv, _, why := e.cfg.Ledger.Reserve(pod, st.recorded.Has(v.UID))
+		budget, why := e.cfg.Ledger.Of(pod)
+		if why != "" {
+			st.blocked.add(why, v)
+			continue
+		}
+		mv, why := e.cfg.Ledger.Reserve(pod, budget, st.recorded.Has(v.UID))
 		if why != "" {
 			st.blocked.add(why, v)
 			continue

@@ -154,17 +154,17 @@ func (l *Ledger) PodsOf(ownerUID string) []*v1.Pod {
 }
 
 // allowed is how many more disruptions a budget allows now, every
-// actor's evictions counted (l.mu held).
-func (l *Ledger) allowed(b Budget) int {
+// actor's evictions counted (l.mu held); pdb is the budget's
+// PodDisruptionBudget as the informer has it (nil for a default budget).
+func (l *Ledger) allowed(b Budget, pdb *policyv1.PodDisruptionBudget) int {
 	if b.PDB != nil {
-		pdb, err := l.pdbs.PodDisruptionBudgets(b.PDB.Namespace).Get(b.PDB.Name)
-		if err != nil || !observed(pdb) {
+		if pdb == nil || !observed(pdb) {
 			// Gone (the Eviction API no longer applies it, but the
 			// planner chose by it: wait for a new plan), or not seen by
 			// the disruption controller yet (the Eviction API refuses).
 			return 0
 		}
-		return int(pdb.Status.DisruptionsAllowed) - l.unreflected(b.Name, pdb)
+		return int(pdb.Status.DisruptionsAllowed) - l.unshown(b.Name, pdb)
 	}
 	healthy := 0
 	for _, p := range l.PodsOf(b.Owner.UID) {
@@ -172,40 +172,28 @@ func (l *Ledger) allowed(b Budget) int {
 			healthy++
 		}
 	}
-	return healthy - b.desiredHealthy - l.unseen(b.Name)
+	return healthy - b.desiredHealthy - l.unshown(b.Name, nil)
 }
 
-// unreflected counts a PDB's held evictions its status does not show yet,
-// and forgets those it shows, and those whose pod the informer shows
-// going (should the PDB's informer lag the pods', the Eviction API
-// refuses what the status does not allow: a 429, never an overdraft).
-func (l *Ledger) unreflected(budget string, pdb *policyv1.PodDisruptionBudget) int {
+// unshown counts a budget's held evictions that spend it and that the
+// informers do not show yet, and forgets the others: those whose pod the
+// pod informer shows going (it no longer counts as healthy) and, for a
+// PodDisruptionBudget, those its status shows (a newer resourceVersion,
+// or the pod among its disruptedPods). Should the PDB's informer lag the
+// pods', the Eviction API refuses what the status does not allow: a 429,
+// never an overdraft.
+func (l *Ledger) unshown(budget string, pdb *policyv1.PodDisruptionBudget) int {
 	n := 0
 	for uid, h := range l.held {
 		if h.budget != budget {
 			continue
 		}
-		_, listed := pdb.Status.DisruptedPods[h.pod.Name]
-		if pdb.ResourceVersion != h.pdbVersion || listed || l.seenGoing(h.pod) {
-			delete(l.held, uid)
-			continue
+		shown := l.seenGoing(h.pod)
+		if pdb != nil {
+			_, inStatus := pdb.Status.DisruptedPods[h.pod.Name]
+			shown = shown || inStatus || pdb.ResourceVersion != h.pdbVersion
 		}
-		if h.spends {
-			n++
-		}
-	}
-	return n
-}
-
-// unseen counts a default budget's held evictions whose pod still looks
-// healthy, and forgets the others (their pod no longer counts as healthy).
-func (l *Ledger) unseen(budget string) int {
-	n := 0
-	for uid, h := range l.held {
-		if h.budget != budget {
-			continue
-		}
-		if l.seenGoing(h.pod) {
+		if shown {
 			delete(l.held, uid)
 			continue
 		}
@@ -233,7 +221,8 @@ type Move struct {
 	finish bool
 }
 
-// Reserve asks whether pod may be disrupted now and, when it may, holds
+// Reserve asks whether pod, whose budget is b (Of), may be disrupted now
+// and, when it may, holds
 // the disruption against its budget until the eviction shows (or is
 // released); otherwise it says why not. recorded says the caller recorded
 // in the API, before any eviction of it, that it evicts this pod (by UID):
@@ -244,15 +233,11 @@ type Move struct {
 // AlwaysAllow, or when the PDB has its desired healthy pods
 // (IfHealthyBudget, the default); a default budget treats such a pod as
 // IfHealthyBudget does.
-func (l *Ledger) Reserve(pod *v1.Pod, recorded bool) (*Move, Budget, string) {
-	b, why := l.Of(pod)
-	if why != "" {
-		return nil, b, why
-	}
+func (l *Ledger) Reserve(pod *v1.Pod, b Budget, recorded bool) (*Move, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if h, ok := l.held[pod.UID]; ok {
-		return nil, b, fmt.Sprintf("its eviction is in flight (%s)", h.budget)
+		return nil, fmt.Sprintf("its eviction is in flight (%s)", h.budget)
 	}
 	h := hold{budget: b.Name, pod: pod, spends: true}
 	mv := &Move{l: l, pod: pod, Budget: b}
@@ -260,11 +245,11 @@ func (l *Ledger) Reserve(pod *v1.Pod, recorded bool) (*Move, Budget, string) {
 	if b.PDB != nil {
 		var err error
 		if pdb, err = l.pdbs.PodDisruptionBudgets(b.PDB.Namespace).Get(b.PDB.Name); err != nil {
-			return nil, b, b.String() + " is gone"
+			return nil, b.String() + " is gone"
 		}
 		h.pdbVersion = pdb.ResourceVersion
 	}
-	allowed := l.allowed(b)
+	allowed := l.allowed(b, pdb)
 	switch {
 	case pdb != nil && recorded && listed(pdb, pod):
 		mv.finish, h.spends = true, false
@@ -275,10 +260,10 @@ func (l *Ledger) Reserve(pod *v1.Pod, recorded bool) (*Move, Budget, string) {
 	case !Healthy(pod) && pdb == nil && allowed >= 0:
 		h.spends = false
 	case allowed <= 0:
-		return nil, b, b.String() + " allows no more now"
+		return nil, b.String() + " allows no more now"
 	}
 	l.held[pod.UID] = h
-	return mv, b, ""
+	return mv, ""
 }
 
 // listed reports whether a PDB counts pod as disrupted already.

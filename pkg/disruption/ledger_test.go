@@ -129,7 +129,11 @@ func (w *world) pdb(app string, maxUnavailable, expected, healthy int, version s
 // move reserves and evicts pod; "" when it moved, otherwise why not.
 func (w *world) move(pod *v1.Pod, recorded bool) string {
 	w.t.Helper()
-	mv, _, why := w.ledger.Reserve(pod, recorded)
+	b, why := w.ledger.Of(pod)
+	if why != "" {
+		return why
+	}
+	mv, why := w.ledger.Reserve(pod, b, recorded)
 	if why != "" {
 		return why
 	}

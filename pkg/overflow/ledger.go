@@ -137,16 +137,16 @@ func (l *Ledger) hold(reservations []Reservation) {
 	}
 }
 
-// RoomOn is the room behind one overflow node, by provider, for the
-// production profile's filter: its providers' capacity less pods (the
-// pods bound to it) and held (live claims' reservations there). It counts
-// room only: whether the node is Ready is the scheduler's taint filters'
-// business, and a provider's health decides dispatch, not binding, so
-// every provider is taken as healthy.
-func RoomOn(classes *Classes, node *v1.Node, pods []*v1.Pod, held []Reservation) *Ledger {
-	l := NewLedger(classes, []*v1.Node{node}, func(string) []*v1.Pod { return nil }, nil)
-	for i := range l.slots {
-		l.slots[i].healthy = true
+// RoomOn is the room behind overflow node node, whose offer is o, by
+// provider, for the production profile's filter: its providers' capacity
+// less pods (the pods bound to it) and held (live claims' reservations
+// there). It counts room only: whether the node is Ready is the
+// scheduler's taint filters' business, and a provider's health decides
+// dispatch, not binding, so every provider is taken as healthy.
+func RoomOn(node string, o offer.Offer, pods []*v1.Pod, held []Reservation) *Ledger {
+	l := &Ledger{ready: 1}
+	for _, p := range o.Providers {
+		l.slots = append(l.slots, slot{target: Target{Node: node, Provider: p.Name}, healthy: true, provider: p, runs: map[types.UID]error{}, free: freeOf(p.Capacity)})
 	}
 	count(l.slots, pods)
 	l.hold(held)

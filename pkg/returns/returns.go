@@ -252,7 +252,7 @@ func (r *Controller) Tick(ctx context.Context) {
 		}
 		// The ledger counts this wave's evictions, and every other
 		// actor's, against the budget.
-		mv, _, why := r.cfg.Ledger.Reserve(p, false)
+		mv, why := r.cfg.Ledger.Reserve(p, budget, false)
 		if why != "" {
 			continue
 		}

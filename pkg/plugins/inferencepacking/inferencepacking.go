@@ -532,7 +532,7 @@ func (pl *InferencePacking) Filter(_ context.Context, state fwk.CycleState, pod 
 		pl.waiting.Add(pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonCannotRunThere+": "+why)
 	}
-	if _, ok := s.overflowNodes[name]; ok && !overflowRoom(pl.classes, pod, ni, s.held) {
+	if o, ok := s.overflowNodes[name]; ok && o.err == nil && !overflowRoom(name, o.offer, pod, ni, s.held) {
 		pl.waiting.Add(pod)
 		return fwk.NewStatus(fwk.Unschedulable, ReasonNoRoom+": no provider behind this overflow node has room for the whole pod, less what research claims hold there for the production they move")
 	}
@@ -543,16 +543,17 @@ func (pl *InferencePacking) Filter(_ context.Context, state fwk.CycleState, pod 
 	return fwk.NewStatus(fwk.Unschedulable, ReasonClaimed+": a research claim is freeing this node")
 }
 
-// overflowRoom reports whether one provider behind overflow node ni has
-// room for all of pod, as dispatch needs: its capacity less the pods it
-// runs (and those bound not yet dispatched, counted where dispatch would
-// put them) and less held (overflow.RoomOn).
-func overflowRoom(classes *overflow.Classes, pod *v1.Pod, ni fwk.NodeInfo, held []overflow.Reservation) bool {
+// overflowRoom reports whether one provider behind overflow node name
+// (offer o, NodeInfo ni) has room for all of pod, as dispatch needs: its
+// capacity less the pods it runs (and those bound not yet dispatched,
+// counted where dispatch would put them) and less held (overflow.RoomOn).
+// The offer is the one the node informer handler already parsed.
+func overflowRoom(name string, o offer.Offer, pod *v1.Pod, ni fwk.NodeInfo, held []overflow.Reservation) bool {
 	pods := make([]*v1.Pod, 0, len(ni.GetPods()))
 	for _, pi := range ni.GetPods() {
 		pods = append(pods, pi.GetPod())
 	}
-	_, ok := overflow.RoomOn(classes, ni.Node(), pods, held).Take(pod)
+	_, ok := overflow.RoomOn(name, o, pods, held).Take(pod)
 	return ok
 }
 
