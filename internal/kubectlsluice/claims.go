@@ -37,31 +37,60 @@ func (o *Options) Claims(ctx context.Context) error {
 	now := o.Now()
 	tw := o.table()
 	fmt.Fprintln(tw, "NAMESPACE\tCLAIM\tFOR\tDOMAIN\tPHASE\tMOVED\tMOVING\tLEFT\tWAVES\tAGE\tSTALLED\tETA\tMESSAGE")
+	// A claim recorded in several ResearchClaims is one row: its first
+	// record's, with every record's victims counted.
+	var firsts []*v1alpha1.ResearchClaim
+	later := map[string][]*v1alpha1.ResearchClaim{}
 	for i := range list.Items {
 		c, err := v1alpha1.FromUnstructured(list.Items[i].Object)
 		if err != nil {
 			fmt.Fprintf(tw, "%s\t%s\t\t\tunreadable\t\t\t\t\t\t\t\t%v\n", list.Items[i].GetNamespace(), list.Items[i].GetName(), err)
 			continue
 		}
-		victims, moved := len(c.Spec.Victims), len(c.Status.Replaced)
-		moving := max(len(c.Status.Evicted)-moved, 0)
+		if name, first := c.FirstRecord(); !first {
+			later[c.Namespace+"/"+name] = append(later[c.Namespace+"/"+name], c)
+			continue
+		}
+		firsts = append(firsts, c)
+	}
+	for _, c := range firsts {
+		records := append([]*v1alpha1.ResearchClaim{c}, later[c.Namespace+"/"+c.Name]...)
+		victims, moved, evicted := 0, 0, 0
+		phase, freed := c.Status.Phase, 0
+		for _, r := range records {
+			victims, moved, evicted = victims+len(r.Spec.Victims), moved+len(r.Status.Replaced), evicted+len(r.Status.Evicted)
+			switch r.Status.Phase {
+			case v1alpha1.PhaseGivenUp:
+				phase = v1alpha1.PhaseGivenUp
+			case v1alpha1.PhaseFreed:
+				freed++
+			}
+		}
+		if phase == v1alpha1.PhaseFreed && freed < int(max(c.Spec.Records, 1)) {
+			phase = v1alpha1.PhaseEvicting // its other records are not
+		}
+		moving := max(evicted-moved, 0)
 		left := max(victims-moved-moving, 0)
 		elapsed := now.Sub(c.CreationTimestamp.Time)
 		stalled := "-"
-		if !c.Status.ProgressTime.IsZero() && c.Status.Phase != v1alpha1.PhaseFreed && c.Status.Phase != v1alpha1.PhaseGivenUp {
+		if !c.Status.ProgressTime.IsZero() && phase != v1alpha1.PhaseFreed && phase != v1alpha1.PhaseGivenUp {
 			stalled = age(now.Sub(c.Status.ProgressTime.Time))
 		}
 		eta := "-"
 		switch {
-		case c.Status.Phase == v1alpha1.PhaseFreed:
+		case phase == v1alpha1.PhaseFreed:
 			eta = "freed"
-		case c.Status.Phase == v1alpha1.PhaseGivenUp:
+		case phase == v1alpha1.PhaseGivenUp:
 			eta = "given up"
 		case moved > 0 && elapsed > 0:
 			eta = age(time.Duration(float64(elapsed) / float64(moved) * float64(victims-moved)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", c.Namespace, c.Name, c.Spec.Key, c.Spec.Domain, c.Status.Phase,
-			moved, victims, moving, left, c.Status.Rounds, age(elapsed), stalled, eta, oneLine(c.Status.Message))
+		msg := oneLine(c.Status.Message)
+		if len(records) > 1 || c.Spec.Records > 1 {
+			msg = fmt.Sprintf("[%d of %d records] %s", len(records), max(c.Spec.Records, 1), msg)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", c.Namespace, c.Name, c.Spec.Key, c.Spec.Domain, phase,
+			moved, victims, moving, left, c.Status.Rounds, age(elapsed), stalled, eta, msg)
 	}
 	return tw.Flush()
 }

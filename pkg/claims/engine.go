@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -87,9 +88,9 @@ const waitingWarm = "warm instances not Ready yet on "
 // observeDone records a claim whose work is done: the room it claimed is
 // free (or its pods are bound already). Recorded then rather than at the
 // last bind, which this engine sees only after the scheduler does.
-func observeDone(c *v1alpha1.ResearchClaim, now time.Time) {
+func observeDone(c *v1alpha1.ResearchClaim, victims int, now time.Time) {
 	metrics.ClaimDuration.Observe(now.Sub(c.CreationTimestamp.Time).Seconds())
-	metrics.ClaimVictims.Observe(float64(len(c.Spec.Victims)))
+	metrics.ClaimVictims.Observe(float64(victims))
 	metrics.ClaimWaves.Observe(float64(c.Status.Rounds))
 }
 
@@ -131,6 +132,13 @@ type Engine struct {
 	// synced are the informers the engine reads: it acts only on a full
 	// view (an empty pod cache would make every claimant look gone).
 	synced []cache.InformerSynced
+	// counted is the room of the overflow nodes, pods counted and no
+	// reservation held, with the objects it was counted from (room).
+	counted struct {
+		ledger *overflow.Ledger
+		nodes  map[string]*v1.Node
+		pods   map[string]sets.Set[*v1.Pod]
+	}
 }
 
 // nodeIndex indexes pods by the node they are bound to.
@@ -263,6 +271,7 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	}
 	c := stored.DeepCopy()
 	now := e.cfg.Clock.Now()
+	records := e.cfg.Store.RecordsOf(stored)
 	if !Live(c) {
 		if c.Status.RetryAfter != nil && !now.Before(c.Status.RetryAfter.Time) {
 			return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
@@ -285,10 +294,15 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	// evicted, and it ends once the victims evicted have their
 	// replacements placed (until then their overflow room stays held).
 	if len(claimants) == 0 || bound == len(c.Spec.Claimants) {
-		return e.settle(ctx, stored, c, claimants, bound, st, now)
+		return e.settle(ctx, stored, c, records, claimants, bound, st, now)
 	}
-	if now.Sub(c.Status.ProgressTime.Time) > time.Duration(c.Spec.TimeoutSeconds)*time.Second {
-		return e.giveUp(ctx, c, stored, claimants, st, now)
+	// A claim is given up whole: when one of its records is, or when
+	// none has moved forward for the timeout.
+	if other := givenUpRecord(records, c); other != nil {
+		return e.giveUp(ctx, c, stored, records, claimants, st, now, other)
+	}
+	if now.Sub(progressOf(records, c)) > time.Duration(c.Spec.TimeoutSeconds)*time.Second {
+		return e.giveUp(ctx, c, stored, records, claimants, st, now, nil)
 	}
 
 	// Before any eviction: every overflow provider the claim counts on
@@ -332,7 +346,6 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 			}
 		}
 	}
-	freedNow := phase == v1alpha1.PhaseFreed && stored.Status.Phase != v1alpha1.PhaseFreed
 	// Told when the claim pauses, and again when it stays paused for
 	// another reason (a budget, then the overflow node NotReady).
 	pausedNow := phase == v1alpha1.PhasePaused &&
@@ -341,8 +354,11 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	if err := e.writeStatus(ctx, stored, c); err != nil {
 		return err
 	}
-	if phase != stored.Status.Phase || message != stored.Status.Message {
-		e.report(ctx, c, claimants)
+	// What the claimants see is the whole claim (all its records).
+	before, after := view(records, stored), view(records, c)
+	freedNow := after.Status.Phase == v1alpha1.PhaseFreed && before.Status.Phase != v1alpha1.PhaseFreed
+	if after.Status.Phase != before.Status.Phase || after.Status.Message != before.Status.Message {
+		e.report(ctx, after, claimants)
 	}
 	if pausedNow && e.cfg.Recorder != nil {
 		for _, p := range claimants {
@@ -350,7 +366,7 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 		}
 	}
 	if freedNow {
-		observeDone(c, now)
+		observeDone(c, victimsOf(records, c), now)
 	}
 	if freedNow && e.cfg.Activate != nil {
 		// The room is free: retry the claimants now rather than when
@@ -364,7 +380,9 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 // not evicted stay where they are, and the claim is deleted once every
 // victim evicted has its replacement placed (or timed out); until then it
 // holds their overflow room, so the next plan does not count it free.
-func (e *Engine) settle(ctx context.Context, stored, c *v1alpha1.ResearchClaim, claimants []*v1.Pod, bound int, st state, now time.Time) error {
+// Each record is deleted on its own once its replacements are placed; the
+// first, which owns the others, last.
+func (e *Engine) settle(ctx context.Context, stored, c *v1alpha1.ResearchClaim, records []*v1alpha1.ResearchClaim, claimants []*v1.Pod, bound int, st state, now time.Time) error {
 	key := c.Namespace + "/" + c.Name
 	for _, v := range st.pending {
 		c.Status.Replaced = append(c.Status.Replaced, v.UID)
@@ -382,9 +400,25 @@ func (e *Engine) settle(ctx context.Context, stored, c *v1alpha1.ResearchClaim, 
 		if err := e.writeStatus(ctx, stored, c); err != nil {
 			return err
 		}
+		if stored.Status.Phase != v1alpha1.PhaseFreed && len(claimants) > 0 && First(c) {
+			observeDone(c, victimsOf(records, c), now)
+			e.report(ctx, view(records, c), claimants)
+		}
+		return nil
+	}
+	if !First(c) {
+		klog.FromContext(ctx).V(4).Info("Claim record done", "claim", key)
+		return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
+	}
+	if others := len(records) - 1; others > 0 {
+		c.Status.Phase = v1alpha1.PhaseFreed
+		c.Status.Message = fmt.Sprintf("%s; waiting for %d more records of the claim to end", why, others)
+		if err := e.writeStatus(ctx, stored, c); err != nil {
+			return err
+		}
 		if stored.Status.Phase != v1alpha1.PhaseFreed && len(claimants) > 0 {
-			observeDone(c, now)
-			e.report(ctx, c, claimants)
+			observeDone(c, victimsOf(records, c), now)
+			e.report(ctx, view(records, c), claimants)
 		}
 		return nil
 	}
@@ -394,7 +428,7 @@ func (e *Engine) settle(ctx context.Context, stored, c *v1alpha1.ResearchClaim, 
 		return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
 	}
 	if stored.Status.Phase != v1alpha1.PhaseFreed {
-		observeDone(c, now) // bound before this replica saw the room free
+		observeDone(c, victimsOf(records, c), now) // bound before this replica saw the room free
 		e.reportEnd(ctx, c, claimants, why)
 	}
 	klog.FromContext(ctx).V(2).Info("Claim done: its pods are bound", "claim", key, "victims", len(c.Spec.Victims))
@@ -569,9 +603,45 @@ func heldNodes(c *v1alpha1.ResearchClaim) sets.Set[string] {
 }
 
 // room is the overflow room now, every live claim's reservations held.
+// The count of the pods on the overflow nodes is kept while neither the
+// nodes nor their pods change (the informers' objects are the same): a
+// claim's records look at it once each, and an overflow node may run
+// tens of thousands of pods.
 func (e *Engine) room() *overflow.Ledger {
-	nodes, _ := e.nodes.List(labels.Everything())
-	return overflow.NewLedger(e.cfg.Classes, nodes, e.podsOn, e.cfg.Store.Reservations())
+	all, _ := e.nodes.List(labels.Everything())
+	var nodes []*v1.Node
+	pods := map[string][]*v1.Pod{}
+	same := e.counted.ledger != nil
+	for _, n := range all {
+		if !e.cfg.Classes.IsOverflowNode(n) {
+			continue
+		}
+		nodes = append(nodes, n)
+		pods[n.Name] = e.podsOn(n.Name)
+		same = same && e.counted.nodes[n.Name] == n && samePods(e.counted.pods[n.Name], pods[n.Name])
+	}
+	if !same || len(nodes) != len(e.counted.nodes) {
+		counted := overflow.NewLedger(e.cfg.Classes, nodes, func(n string) []*v1.Pod { return pods[n] }, nil)
+		e.counted.ledger, e.counted.nodes, e.counted.pods = counted, map[string]*v1.Node{}, map[string]sets.Set[*v1.Pod]{}
+		for _, n := range nodes {
+			e.counted.nodes[n.Name] = n
+			e.counted.pods[n.Name] = sets.New(pods[n.Name]...)
+		}
+	}
+	return e.counted.ledger.Holding(e.cfg.Store.Reservations())
+}
+
+// samePods reports whether pods are the objects counted.
+func samePods(counted sets.Set[*v1.Pod], pods []*v1.Pod) bool {
+	if len(counted) != len(pods) {
+		return false
+	}
+	for _, p := range pods {
+		if !counted.Has(p) {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *Engine) podsOn(node string) []*v1.Pod {
@@ -807,14 +877,32 @@ func statusEqual(a, b v1alpha1.ResearchClaimStatus) bool {
 // giveUp ends a claim that made no progress for its timeout: nothing more
 // is evicted, the claimants are told why in numbers and requeued (their
 // nominations go), and they plan no new claim before the backoff ends.
-func (e *Engine) giveUp(ctx context.Context, c, stored *v1alpha1.ResearchClaim, claimants []*v1.Pod, st state, now time.Time) error {
+// A record whose claim another record gave up (follow) ends the same way,
+// told once already.
+func (e *Engine) giveUp(ctx context.Context, c, stored *v1alpha1.ResearchClaim, records []*v1alpha1.ResearchClaim, claimants []*v1.Pod, st state, now time.Time, follow *v1alpha1.ResearchClaim) error {
+	if follow != nil {
+		c.Status.Phase, c.Status.RetryAfter, c.Status.Attempts = v1alpha1.PhaseGivenUp, follow.Status.RetryAfter, follow.Status.Attempts
+		c.Status.Message = fmt.Sprintf("given up with %s: %s", follow.Name, follow.Status.Message)
+		_, err := e.cfg.Store.UpdateStatus(ctx, c)
+		return err
+	}
 	timeout := time.Duration(c.Spec.TimeoutSeconds) * time.Second
 	why := fmt.Sprintf("gave up freeing %s after %s without progress: %d of %d production pods moved, %d moving, %d not evicted",
 		c.Spec.Domain, timeout, len(c.Status.Replaced), len(c.Spec.Victims), st.inFlight, len(st.pending))
+	if n := c.Spec.Records; n > 1 {
+		why = fmt.Sprintf("%s (record %d of %d)", why, recordIndex(c), n)
+	}
 	if len(st.blocked) > 0 {
 		why += "; blocked by " + st.blocked.String()
 	} else if c.Status.Message != "" {
 		why += "; last: " + c.Status.Message
+	}
+	if c.Status.Attempts == 0 {
+		// A new claim's status starts empty: the claims given up before
+		// it are counted on it by its planner.
+		if n, err := strconv.ParseInt(c.Annotations[AttemptsAnnotation], 10, 32); err == nil && n > 0 {
+			c.Status.Attempts = int32(n)
+		}
 	}
 	backoff := e.cfg.RetryBackoff << min(c.Status.Attempts, 3)
 	backoff = min(backoff, 10*e.cfg.RetryBackoff)
@@ -825,13 +913,14 @@ func (e *Engine) giveUp(ctx context.Context, c, stored *v1alpha1.ResearchClaim, 
 	if _, err := e.cfg.Store.UpdateStatus(ctx, c); err != nil {
 		return err
 	}
-	e.report(ctx, c, claimants)
+	whole := view(records, c)
+	e.report(ctx, whole, claimants)
 	if e.cfg.Recorder != nil {
 		msg := note(fmt.Sprintf("no new claim before %s: %s", retry.Format(time.RFC3339), why))
 		for _, p := range claimants {
 			e.cfg.Recorder.Eventf(p, nil, v1.EventTypeWarning, ReasonGivenUp, "Preempting", "%s", msg)
 		}
-		for _, ref := range c.OwnerReferences {
+		for _, ref := range whole.OwnerReferences {
 			if ref.Kind == "PodGroup" {
 				e.cfg.Recorder.Eventf(&v1.ObjectReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: c.Namespace, Name: ref.Name, UID: ref.UID},
 					nil, v1.EventTypeWarning, ReasonGivenUp, "Preempting", "%s", msg)

@@ -71,8 +71,12 @@ type rig struct {
 	activated   []string
 }
 
+// rigEvents is how many Events a rig's recorder holds (it blocks when
+// full): one a victim moved, for the largest claim tested.
+const rigEvents = 60000
+
 func newRig(t testing.TB) *rig {
-	r := &rig{t: t, ctx: t.Context(), clock: testingclock.NewFakeClock(t0), recorder: events.NewFakeRecorder(1000)}
+	r := &rig{t: t, ctx: t.Context(), clock: testingclock.NewFakeClock(t0), recorder: events.NewFakeRecorder(rigEvents)}
 	client := fake.NewClientset()
 	r.client, r.conds = client, &fakeConditions{}
 	r.inf = informers.NewSharedInformerFactory(client, 0)
@@ -148,6 +152,15 @@ func newRig(t testing.TB) *rig {
 	}
 	r.put(node("vk", true))
 	return r
+}
+
+// heldPods counts the victims whose overflow room live claims hold.
+func heldPods(s *Store) int {
+	n := 0
+	for _, r := range s.Reservations() {
+		n += int(r.Requests.Pods)
+	}
+	return n
 }
 
 func node(name string, overflowNode bool) *v1.Node {
@@ -259,7 +272,7 @@ func (r *rig) claim(claimant *v1.Pod, victims []*v1.Pod) string {
 			Owner: v1alpha1.Owner{Kind: ref.Kind, Name: ref.Name, UID: ref.UID}, Budget: b.Name, Target: v1alpha1.Target{Node: "vk"},
 			Requests: v.Spec.Containers[0].Resources.Requests})
 	}
-	if _, err := r.store.Create(r.ctx, c); err != nil {
+	if _, err := r.store.CreateClaim(r.ctx, c); err != nil {
 		r.t.Fatal(err)
 	}
 	r.refresh()
@@ -654,8 +667,8 @@ func TestResumeCountsTerminating(t *testing.T) {
 	if len(c.Status.Evicted) != 2 {
 		t.Fatalf("status records %d evictions, want the 2 terminating victims", len(c.Status.Evicted))
 	}
-	if got := r.store.Reservations(); len(got) != 8 {
-		t.Errorf("%d reservations, want all 8 victims' room held", len(got))
+	if got := heldPods(r.store); got != 8 {
+		t.Errorf("%d reservations, want all 8 victims' room held", got)
 	}
 }
 
@@ -748,8 +761,8 @@ func TestEvictionsRecordedFirst(t *testing.T) {
 	if len(c.Status.Evicted) != 2 || len(c.Status.Replaced) != 0 {
 		t.Fatalf("new leader: %d evicted, %d replaced; want the 2 gone victims evicted, none replaced", len(c.Status.Evicted), len(c.Status.Replaced))
 	}
-	if got := r.store.Reservations(); len(got) != 8 {
-		t.Errorf("%d reservations, want all 8 victims' room held", len(got))
+	if got := heldPods(r.store); got != 8 {
+		t.Errorf("%d reservations, want all 8 victims' room held", got)
 	}
 }
 
@@ -777,15 +790,15 @@ func TestRoomHeldUntilReplacementsPlaced(t *testing.T) {
 	if _, ok := r.get(key); !ok {
 		t.Fatal("the claim ended with its research pods bound and 2 replacements not placed: their overflow room went with it")
 	}
-	if got := r.store.Reservations(); len(got) != 2 {
-		t.Fatalf("%d reservations with 2 replacements not placed, want 2 (the victims not evicted hold nothing now)", len(got))
+	if got := heldPods(r.store); got != 2 {
+		t.Fatalf("%d reservations with 2 replacements not placed, want 2 (the victims not evicted hold nothing now)", got)
 	}
 	starting := pending.DeepCopy()
 	starting.Spec.NodeName = "vk"
 	r.put(starting)
 	r.sync(key, 2*time.Second)
-	if got := r.store.Reservations(); len(got) != 1 {
-		t.Fatalf("%d reservations with one replacement bound to vk (still starting), want 1: it counts on vk itself", len(got))
+	if got := heldPods(r.store); got != 1 {
+		t.Fatalf("%d reservations with one replacement bound to vk (still starting), want 1: it counts on vk itself", got)
 	}
 	r.put(r.replica("serve", "serve-new-1", "vk", 1))
 	r.sync(key, 3*time.Second)
@@ -851,12 +864,12 @@ func TestReplacementTimeout(t *testing.T) {
 	key := r.claim(r.claimant("train"), victims)
 	r.sync(key, 0)
 	r.sync(key, 300*time.Second)
-	if len(r.evicted()) != 1 || len(r.store.Reservations()) != 4 {
-		t.Fatalf("%d evicted, %d reservations within the replacement timeout, want 1 and 4", len(r.evicted()), len(r.store.Reservations()))
+	if len(r.evicted()) != 1 || heldPods(r.store) != 4 {
+		t.Fatalf("%d evicted, %d reservations within the replacement timeout, want 1 and 4", len(r.evicted()), heldPods(r.store))
 	}
 	r.sync(key, 301*time.Second)
-	if len(r.store.Reservations()) != 3 {
-		t.Fatalf("%d reservations after the replacement timed out, want 3", len(r.store.Reservations()))
+	if heldPods(r.store) != 3 {
+		t.Fatalf("%d reservations after the replacement timed out, want 3", heldPods(r.store))
 	}
 	if len(r.evicted()) != 1 {
 		t.Fatalf("%d evicted after the replacement timed out with its budget still spent, want 1", len(r.evicted()))
@@ -871,8 +884,8 @@ func TestReplacementTimeout(t *testing.T) {
 func TestStoreIndex(t *testing.T) {
 	r := newRig(t)
 	key := r.claim(r.claimant("train"), r.rs("serve", 2, "n0", 4))
-	if !r.store.NodeClaimed("n0") || r.store.NodeClaimed("n1") || len(r.store.Reservations()) != 2 {
-		t.Fatalf("live claim: n0 claimed %v, n1 %v, %d reservations", r.store.NodeClaimed("n0"), r.store.NodeClaimed("n1"), len(r.store.Reservations()))
+	if !r.store.NodeClaimed("n0") || r.store.NodeClaimed("n1") || heldPods(r.store) != 2 {
+		t.Fatalf("live claim: n0 claimed %v, n1 %v, %d reservations", r.store.NodeClaimed("n0"), r.store.NodeClaimed("n1"), heldPods(r.store))
 	}
 	c, _ := r.get(key)
 	c = c.DeepCopy()
@@ -881,7 +894,7 @@ func TestStoreIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.refresh()
-	if r.store.NodeClaimed("n0") || len(r.store.Reservations()) != 0 {
+	if r.store.NodeClaimed("n0") || heldPods(r.store) != 0 {
 		t.Fatal("a given-up claim still holds its node or room")
 	}
 }
@@ -1038,8 +1051,8 @@ func TestStartingReplacementCountedOnce(t *testing.T) {
 	starting.Status.Conditions[0].Status = v1.ConditionFalse
 	r.put(starting)
 	r.sync(key, time.Second)
-	if got := r.store.Reservations(); len(got) != 7 {
-		t.Fatalf("%d reservations with one replacement bound to vk (still starting), want 7: it counts on vk itself", len(got))
+	if got := heldPods(r.store); got != 7 {
+		t.Fatalf("%d reservations with one replacement bound to vk (still starting), want 7: it counts on vk itself", got)
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -28,9 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
-	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/metrics"
-	"github.com/sluice-sched/sluice/pkg/overflow"
 )
 
 // Store reads and writes ResearchClaims: a dynamic informer whose store
@@ -47,22 +41,13 @@ type Store struct {
 	mu       sync.Mutex
 	handlers []cache.ResourceEventHandler
 	onServed []func()
-	// index, rebuilt on every change of a claim.
-	claimed      sets.Set[string] // nodes live claims free or nominate
-	reservations []overflow.Reservation
-	// held is what live claims hold, by overflow provider; evicted, per
-	// controller, the reservations of its victims evicted and not yet
-	// replaced (a replacement of the controller may take one).
-	held    map[overflow.Target]capacity.Resources
-	evicted map[types.UID][]overflow.Reservation
-	// watching maps what a live claim's sync reads (WatchKey) to the
-	// claims (namespace/name) that read it.
-	watching map[string][]string
+	// idx is what live claims hold, kept as claims change (index.go).
+	idx index
 }
 
 // NewStore starts watching claims with dyn; it stops with ctx.
 func NewStore(ctx context.Context, dyn dynamic.Interface, disco discovery.DiscoveryInterface) *Store {
-	s := &Store{dyn: dyn, claimed: sets.New[string]()}
+	s := &Store{dyn: dyn}
 	go s.run(ctx, disco)
 	return s
 }
@@ -86,9 +71,8 @@ func (s *Store) run(ctx context.Context, disco discovery.DiscoveryInterface) {
 		logger.Error(err, "ResearchClaim informer transform")
 		return
 	}
-	reindex := func(any) { s.reindex() }
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: reindex, UpdateFunc: func(_, o any) { reindex(o) }, DeleteFunc: reindex,
+		AddFunc: s.indexObj, UpdateFunc: func(_, o any) { s.indexObj(o) }, DeleteFunc: s.unindexObj,
 	}); err != nil {
 		logger.Error(err, "ResearchClaim informer")
 		return
@@ -199,122 +183,10 @@ func (s *Store) List() []*v1alpha1.ResearchClaim {
 // Live reports whether a claim still holds room (it is not given up).
 func Live(c *v1alpha1.ResearchClaim) bool { return c.Status.Phase != v1alpha1.PhaseGivenUp }
 
-// reindex rebuilds what live claims hold.
-func (s *Store) reindex() {
-	claimed := sets.New[string]()
-	var reservations []overflow.Reservation
-	held := map[overflow.Target]capacity.Resources{}
-	evicted := map[types.UID][]overflow.Reservation{}
-	watching := map[string][]string{}
-	for _, c := range s.List() {
-		key := c.Namespace + "/" + c.Name
-		watch := sets.New[string]()
-		for _, cl := range c.Spec.Claimants {
-			watch.Insert(PodKey(cl.UID))
-		}
-		for _, v := range c.Spec.Victims {
-			watch.Insert(PodKey(v.UID), OwnerKey(v.Owner.UID), BudgetKey(v.Budget), NodeKey(v.Target.Node))
-		}
-		for k := range watch {
-			watching[k] = append(watching[k], key)
-		}
-		if !Live(c) {
-			continue
-		}
-		for _, cl := range c.Spec.Claimants {
-			claimed.Insert(cl.Node)
-		}
-		replaced := sets.New(c.Status.Replaced...)
-		gone := sets.New[types.UID]()
-		for _, ev := range c.Status.Evicted {
-			gone.Insert(ev.UID)
-		}
-		for _, v := range c.Spec.Victims {
-			if replaced.Has(v.UID) {
-				continue
-			}
-			claimed.Insert(v.Node)
-			req := capacity.ResourcesOf(v.Requests)
-			req.Pods = 1
-			r := overflow.Reservation{Target: overflow.Target{Node: v.Target.Node, Provider: v.Target.Provider}, Requests: req}
-			reservations = append(reservations, r)
-			held[r.Target] = held[r.Target].Add(req)
-			if gone.Has(v.UID) {
-				evicted[v.Owner.UID] = append(evicted[v.Owner.UID], r)
-			}
-		}
-	}
-	s.mu.Lock()
-	s.claimed, s.reservations, s.held, s.evicted, s.watching = claimed, reservations, held, evicted, watching
-	s.mu.Unlock()
-}
-
 // NodeClaimed reports whether a live claim frees a node, or nominates a
 // claimant to it: production must not take it.
 func (s *Store) NodeClaimed(node string) bool { return s.ClaimedNodes().Has(node) }
 
-// ClaimedNodes is every node NodeClaimed reports. The set is replaced when
-// claims change, never changed in place: a caller may keep it for a
-// scheduling cycle, and must not change it.
-func (s *Store) ClaimedNodes() sets.Set[string] {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.claimed
-}
-
-// Reservations is the overflow room live claims hold.
-func (s *Store) Reservations() []overflow.Reservation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]overflow.Reservation(nil), s.reservations...)
-}
-
-// Watch keys name what a claim's sync reads, so that a change to one syncs
-// only the claims that read it: its claimants and victims (PodKey), its
-// victims' controllers (OwnerKey: their replacements, a default budget's
-// pods), budgets (BudgetKey) and overflow nodes (NodeKey).
-func PodKey(uid types.UID) string    { return "pod/" + string(uid) }
-func OwnerKey(uid types.UID) string  { return "owner/" + string(uid) }
-func BudgetKey(budget string) string { return "budget/" + budget }
-func NodeKey(node string) string     { return "node/" + node }
-
-// Watching lists, once each, the claims (namespace/name) that read any
-// of keys.
-func (s *Store) Watching(keys ...string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, k := range keys {
-		for _, c := range s.watching[k] {
-			if !slices.Contains(out, c) {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
-}
-
-// ReservationsFor is the overflow room live claims hold, by provider, for
-// a pod of the controller with UID owner: less, at each provider, one
-// reservation of a victim of that controller evicted and not yet
-// replaced, which the pod may take as its replacement.
-func (s *Store) ReservationsFor(owner types.UID) []overflow.Reservation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	held := maps.Clone(s.held)
-	seen := map[overflow.Target]bool{}
-	for _, r := range s.evicted[owner] {
-		if !seen[r.Target] {
-			seen[r.Target] = true
-			held[r.Target] = held[r.Target].Sub(r.Requests)
-		}
-	}
-	out := make([]overflow.Reservation, 0, len(held))
-	for t, req := range held {
-		out = append(out, overflow.Reservation{Target: t, Requests: req})
-	}
-	return out
-}
 
 func (s *Store) resource(namespace string) dynamic.ResourceInterface {
 	return s.dyn.Resource(v1alpha1.Resource).Namespace(namespace)
@@ -352,7 +224,7 @@ func (s *Store) written(c *v1alpha1.ResearchClaim) {
 		return
 	}
 	if err := store.Update(c); err == nil {
-		s.reindex()
+		s.indexObj(c)
 	}
 }
 
@@ -429,21 +301,26 @@ func (s *Store) Sample(waveTimeout time.Duration) metrics.Sampler {
 		byPhase := map[v1alpha1.Phase]int{v1alpha1.PhaseEvicting: 0, v1alpha1.PhasePaused: 0, v1alpha1.PhaseFreed: 0}
 		remaining, stalled := 0, 0.0
 		for _, c := range s.List() {
-			if c.Status.Phase == v1alpha1.PhaseGivenUp {
+			if !First(c) {
+				continue // counted with its first record
+			}
+			records := s.RecordsOf(c)
+			if len(records) == 0 {
+				records = []*v1alpha1.ResearchClaim{c} // not indexed yet
+			}
+			phase, _ := claimStatus(records, c)
+			if phase == v1alpha1.PhaseGivenUp {
 				continue
 			}
-			phase := c.Status.Phase
 			if phase == "" {
 				phase = v1alpha1.PhaseEvicting
 			}
 			byPhase[phase]++
-			remaining += max(len(c.Spec.Victims)-len(c.Status.Replaced), 0)
-			since := c.Status.ProgressTime.Time
-			if since.IsZero() {
-				since = c.CreationTimestamp.Time
+			for _, r := range records {
+				remaining += max(len(r.Spec.Victims)-len(r.Status.Replaced), 0)
 			}
 			if phase != v1alpha1.PhaseFreed {
-				stalled = max(stalled, now.Sub(since).Seconds())
+				stalled = max(stalled, now.Sub(progressOf(records, c)).Seconds())
 			}
 		}
 		for phase, n := range byPhase {

@@ -80,8 +80,12 @@ type Ledger struct {
 
 	mu sync.Mutex
 	// held are the evictions this ledger issued, or is issuing, that the
-	// informers do not show yet, by pod.
-	held map[types.UID]hold
+	// informers do not show yet, by budget and pod (a budget's are counted
+	// at each Reserve under it: a claim of thousands of victims has
+	// thousands in flight, under hundreds of budgets); heldUnder is each
+	// one's budget.
+	held      map[string]map[types.UID]hold
+	heldUnder map[types.UID]string
 }
 
 // hold is an eviction the informers do not show yet.
@@ -126,7 +130,8 @@ func NewLedger(inf informers.SharedInformerFactory, defaultMax intstr.IntOrStrin
 		defaultMax: defaultMax,
 		client:     client,
 		recorder:   recorder,
-		held:       map[types.UID]hold{},
+		held:       map[string]map[types.UID]hold{},
+		heldUnder:  map[types.UID]string{},
 	}, nil
 }
 
@@ -184,17 +189,14 @@ func (l *Ledger) allowed(b Budget, pdb *policyv1.PodDisruptionBudget) int {
 // never an overdraft.
 func (l *Ledger) unshown(budget string, pdb *policyv1.PodDisruptionBudget) int {
 	n := 0
-	for uid, h := range l.held {
-		if h.budget != budget {
-			continue
-		}
+	for uid, h := range l.held[budget] {
 		shown := l.seenGoing(h.pod)
 		if pdb != nil {
 			_, inStatus := pdb.Status.DisruptedPods[h.pod.Name]
 			shown = shown || inStatus || pdb.ResourceVersion != h.pdbVersion
 		}
 		if shown {
-			delete(l.held, uid)
+			l.drop(uid)
 			continue
 		}
 		if h.spends {
@@ -236,8 +238,8 @@ type Move struct {
 func (l *Ledger) Reserve(pod *v1.Pod, b Budget, recorded bool) (*Move, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if h, ok := l.held[pod.UID]; ok {
-		return nil, fmt.Sprintf("its eviction is in flight (%s)", h.budget)
+	if budget, ok := l.heldUnder[pod.UID]; ok {
+		return nil, fmt.Sprintf("its eviction is in flight (%s)", budget)
 	}
 	h := hold{budget: b.Name, pod: pod, spends: true}
 	mv := &Move{l: l, pod: pod, Budget: b}
@@ -262,8 +264,25 @@ func (l *Ledger) Reserve(pod *v1.Pod, b Budget, recorded bool) (*Move, string) {
 	case allowed <= 0:
 		return nil, b.String() + " allows no more now"
 	}
-	l.held[pod.UID] = h
+	if l.held[h.budget] == nil {
+		l.held[h.budget] = map[types.UID]hold{}
+	}
+	l.held[h.budget][pod.UID] = h
+	l.heldUnder[pod.UID] = h.budget
 	return mv, ""
+}
+
+// drop forgets a held eviction (l.mu held).
+func (l *Ledger) drop(uid types.UID) {
+	budget, ok := l.heldUnder[uid]
+	if !ok {
+		return
+	}
+	delete(l.heldUnder, uid)
+	delete(l.held[budget], uid)
+	if len(l.held[budget]) == 0 {
+		delete(l.held, budget)
+	}
 }
 
 // listed reports whether a PDB counts pod as disrupted already.
@@ -276,7 +295,7 @@ func listed(pdb *policyv1.PodDisruptionBudget, pod *v1.Pod) bool {
 func (m *Move) Release() {
 	m.l.mu.Lock()
 	defer m.l.mu.Unlock()
-	delete(m.l.held, m.pod.UID)
+	m.l.drop(m.pod.UID)
 }
 
 // Evict carries the move out through the Eviction API (or finishes an

@@ -207,6 +207,15 @@ func (l *Ledger) Clone() *Ledger {
 	return out
 }
 
+// Holding is a clone of l with reservations held too: a ledger of the
+// pods alone (NewLedger without reservations) may be kept while they do
+// not change, and the claims' reservations held anew at each look.
+func (l *Ledger) Holding(reservations []Reservation) *Ledger {
+	out := l.Clone()
+	out.hold(reservations)
+	return out
+}
+
 // Take reserves room for pod on the first healthy provider, in dispatch
 // order, that can run it and has room for all of it, and returns where;
 // false when none has.

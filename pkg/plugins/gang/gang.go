@@ -32,7 +32,6 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 
-	claimsv1alpha1 "github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/apis/config/validation"
 	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
@@ -143,8 +142,7 @@ func (pl *Gang) sealed(ctx context.Context) error {
 	pl.gangs, pl.served, pl.reporter = gangs, podGroups.Served, reporter
 	if store := pl.rt.Claims(); store != nil {
 		pl.freed = func(key gang.Key) bool {
-			c, ok := store.Get(key.Namespace, claims.NameOf(key.String()))
-			return ok && c.Status.Phase == claimsv1alpha1.PhaseFreed
+			return store.Freed(key.Namespace, claims.NameOf(key.String()))
 		}
 	}
 	logger := klog.FromContext(ctx)

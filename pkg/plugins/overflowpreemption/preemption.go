@@ -238,7 +238,7 @@ func (pl *OverflowPreemption) start(ctx context.Context, key string, owner metav
 		}
 	}
 	c.Spec.Note = fmt.Sprintf("%d production pods chosen as the fewest victims in %s", len(victims), p.claim.Domain.Name)
-	created, err := pl.store.Create(ctx, c)
+	created, err := pl.store.CreateClaim(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +287,7 @@ func (pl *OverflowPreemption) existing(ctx context.Context, namespace, key strin
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: the last claim was given up (%s); no new claim before %s",
 			ReasonNoClaim, c.Status.Message, c.Status.RetryAfter.Format(time.RFC3339))), 0
 	}
-	if err := pl.store.Delete(ctx, c.Namespace, c.Name); err != nil {
+	if err := pl.store.DeleteClaim(ctx, c); err != nil {
 		return nil, fwk.AsStatus(err), 0
 	}
 	return nil, nil, c.Status.Attempts

@@ -76,7 +76,24 @@ type ResearchClaimSpec struct {
 	WarmTimeoutSeconds int64 `json:"warmTimeoutSeconds,omitempty"`
 	// Note says why these victims, for their Events.
 	Note string `json:"note,omitempty"`
+	// Records is how many ResearchClaims record the claim (0 means 1).
+	// etcd refuses an object over 1.5 MiB, and a claim's status grows
+	// with its victims, so a claim of more than MaxVictimsPerRecord is
+	// split: each record holds up to that many victims (and their
+	// status) and the whole spec otherwise; the first is named after the
+	// claimant, the others "<first>-2" to "<first>-<records>", owned by
+	// the first. Each record is carried out on its own, the claim's
+	// budgets shared through the disruption ledger; the claim is Freed
+	// when every record is, and given up when one is.
+	Records int32 `json:"records,omitempty"`
 }
+
+// MaxVictimsPerRecord is the most victims one ResearchClaim records: at
+// the longest names Kubernetes allows (253 bytes, for pods and nodes), a
+// record of that many, each of another controller, all evicted and
+// replaced, with a gang of 512 claimants, takes about 1 MiB of etcd's
+// 1.5 MiB (pkg/claims TestSplit).
+const MaxVictimsPerRecord = 500
 
 // Claimant is a research pod of the claim.
 type Claimant struct {
@@ -276,4 +293,15 @@ type ResearchClaimList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ResearchClaim `json:"items"`
+}
+
+// FirstRecord is the name of the first record of c's claim (c's own name
+// when c is the first; see ResearchClaimSpec.Records), and whether c is it.
+func (c *ResearchClaim) FirstRecord() (string, bool) {
+	for _, ref := range c.OwnerReferences {
+		if ref.Kind == Kind && ref.APIVersion == SchemeGroupVersion.String() {
+			return ref.Name, false
+		}
+	}
+	return c.Name, true
 }
