@@ -100,8 +100,9 @@ $(BIN)/helm: Makefile
 	mv $(BIN)/helm-tmp/helm $@ && rmdir $(BIN)/helm-tmp
 
 ## soak: claim/return cycles with faults injected (leader killed, overflow
-## node NotReady, disruption controller down, a Deployment scaled mid-claim)
-## against two real sluice-scheduler processes; `make test` runs 4 cycles.
+## node NotReady, disruption controller down, a Deployment scaled mid-claim,
+## a second claim at once, returns during a claim) against two real
+## sluice-scheduler processes; `make test` runs one cycle of each (6).
 SOAK_CYCLES ?= 20
 soak:
 	SLUICE_SOAK_CYCLES=$(SOAK_CYCLES) $(GO) test -count=1 -timeout 90m -v -run 'TestSoak$$' ./test/integration/overflow/

@@ -187,7 +187,6 @@ func Live(c *v1alpha1.ResearchClaim) bool { return c.Status.Phase != v1alpha1.Ph
 // claimant to it: production must not take it.
 func (s *Store) NodeClaimed(node string) bool { return s.ClaimedNodes().Has(node) }
 
-
 func (s *Store) resource(namespace string) dynamic.ResourceInterface {
 	return s.dyn.Resource(v1alpha1.Resource).Namespace(namespace)
 }

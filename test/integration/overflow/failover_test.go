@@ -211,7 +211,7 @@ func TestCutOffEvictionIsWaitedOut(t *testing.T) {
 }
 
 // soakCycles is how many claim/return cycles TestSoak runs: one of each
-// fault in `make test`, more with `make soak` (SLUICE_SOAK_CYCLES).
+// fault (six) in `make test`, more with `make soak` (SLUICE_SOAK_CYCLES).
 func soakCycles(t *testing.T) int {
 	if s := os.Getenv("SLUICE_SOAK_CYCLES"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -220,7 +220,7 @@ func soakCycles(t *testing.T) int {
 		}
 		return n
 	}
-	return 5
+	return 6
 }
 
 // soakApp is a Deployment of the soak, by namespace and name.
@@ -257,7 +257,8 @@ func soakProduction(t *testing.T, cp *harness.ControlPlane, ns, other, overflowN
 // overflow node NotReady (until the claim pauses), the disruption
 // controller down (budgets frozen: the Eviction API refuses once they are
 // spent, until it is back), a Deployment of the claimed leaf scaled up, a
-// second gang claiming the other leaf at once. Production runs under a PDB,
+// second gang claiming the other leaf at once, and a first gang ending
+// (its production returning from the overflow node) as a second claims. Production runs under a PDB,
 // under no PDB (sluice's default budget) and under a PDB with an empty
 // selector. Every cycle must end with the gangs running and production
 // back on its nodes, and the invariant watchers (one per namespace) must
@@ -275,12 +276,20 @@ func TestSoak(t *testing.T) {
 	ev := watchEvictions(t, cp, ns)
 	inv.Arm()
 	invOther.Arm()
-	faults := []string{"leader killed", "overflow node NotReady", "disruption controller down", "Deployment scaled mid-claim", "second claim at once"}
+	faults := []string{"leader killed", "overflow node NotReady", "disruption controller down", "Deployment scaled mid-claim", "second claim at once", "returns during a claim"}
 	injected := map[string]int{}
 	cycles := soakCycles(t)
 	start := time.Now()
 	for cycle := range cycles {
 		fault := faults[cycle%len(faults)]
+		var returning []string
+		if fault == "returns during a claim" {
+			// A first gang holds one leaf, its production on the
+			// overflow node; it ends at the second claim's first
+			// eviction, and its production returns meanwhile.
+			returning = researchGang(t, cp, ns, fmt.Sprintf("train-%d-first", cycle), 2, 8)
+			harness.WaitForPodsBound(t, cp.Client, ns, returning...)
+		}
 		before := ev.count()
 		hit := make(chan struct{})
 		var once sync.Once
@@ -303,6 +312,12 @@ func TestSoak(t *testing.T) {
 					}
 				case "disruption controller down":
 					undo = harness.StopDisruptionController(t)
+				case "returns during a claim":
+					for _, name := range returning {
+						if err := cp.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+							t.Errorf("cycle %d: ending the first gang: %v", cycle, err)
+						}
+					}
 				case "Deployment scaled mid-claim":
 					app := victim.Labels["app"]
 					if err := scale(cp, victim.Namespace, app, 5); err != nil {
