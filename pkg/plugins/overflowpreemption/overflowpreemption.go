@@ -33,6 +33,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/apis/config/validation"
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/claims"
+	"github.com/sluice-sched/sluice/pkg/claims/plan"
 	"github.com/sluice-sched/sluice/pkg/disruption"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/gang"
@@ -76,16 +77,14 @@ type Runtime interface {
 type OverflowPreemption struct {
 	rt     Runtime
 	handle fwk.Handle
-	// Taken from the runtime when it is sealed (EventsToRegister).
-	classes  *overflow.Classes
-	tracker  *fabric.Tracker
-	gpu      v1.ResourceName
-	gangs    *gang.Gangs
-	external capacity.External
-	store    *claims.Store
-	ledger   *disruption.Ledger
-	// claimsCfg is the claim engine's settings (timeouts of new claims).
-	claimsCfg config.ClaimsConfig
+	// Taken from the runtime when it is sealed (ready).
+	classes *overflow.Classes
+	tracker *fabric.Tracker
+	gangs   *gang.Gangs
+	store   *claims.Store
+	// planner plans the claims; this plugin gathers what it needs from
+	// the scheduler and records what it decides.
+	planner *plan.Planner
 	// waiting are research pods that found no overflow room, retried when
 	// an overflow node gains room.
 	waiting *requeue.Waiting
@@ -141,9 +140,9 @@ func (pl *OverflowPreemption) ready(ctx context.Context) error {
 			return
 		}
 		tracker, fabricCfg := pl.rt.Fabric()
-		pl.tracker, pl.gpu = tracker, v1.ResourceName(fabricCfg.GPUResourceName)
-		pl.classes, pl.gangs, pl.external = pl.rt.Classes(), pl.rt.Gangs(), pl.rt.External()
-		pl.store, pl.ledger, pl.claimsCfg = pl.rt.Claims(), pl.rt.Ledger(), pl.rt.ClaimsConfig()
+		pl.tracker, pl.classes, pl.gangs, pl.store = tracker, pl.rt.Classes(), pl.rt.Gangs(), pl.rt.Claims()
+		pl.planner = &plan.Planner{Classes: pl.classes, Budgets: pl.rt.Ledger(), Holdings: pl.store, External: pl.rt.External(),
+			GPU: v1.ResourceName(fabricCfg.GPUResourceName), Config: pl.rt.ClaimsConfig()}
 		pl.initErr = pl.watchOverflowRoom(ctx)
 	})
 	return pl.initErr

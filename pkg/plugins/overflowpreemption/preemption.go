@@ -6,7 +6,6 @@ package overflowpreemption
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -16,43 +15,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
-	"github.com/sluice-sched/sluice/pkg/apis/config"
 	podgroupv1alpha1 "github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
-	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/claims"
-	"github.com/sluice-sched/sluice/pkg/disruption"
-	"github.com/sluice-sched/sluice/pkg/fabric"
+	"github.com/sluice-sched/sluice/pkg/claims/plan"
 	"github.com/sluice-sched/sluice/pkg/gang"
 	"github.com/sluice-sched/sluice/pkg/overflow"
-	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 )
 
-// plan is a claim decided but not started.
-type plan struct {
-	claim overflow.Claim
-	tree  *fabric.Tree
-	// unportable are the production pods passed over because no overflow
-	// provider can run them.
-	unportable []overflow.Blocked
-}
-
 // planFor plans a claim for pods (the claimants still to place), given the
-// nodes where members already run and the gang's fabric request. Victims
-// are only production pods that may be moved (overflow-eligible, replaced
-// by a controller, under exactly one budget that allows some disruption);
-// the others stay and are named when they alone stand in the way. Room is
-// the overflow ledger: what each provider offers minus what it runs and
-// what live claims hold.
-//
-// Without a plan, it says why and returns the pods that cannot move and
-// alone stand in the way.
-func (pl *OverflowPreemption) planFor(pods []*v1.Pod, pinned []string, req gang.FabricRequest) (*plan, string, []overflow.Blocked) {
+// nodes where members already run and the gang's fabric request, over
+// the scheduling snapshot (plan.Planner).
+func (pl *OverflowPreemption) planFor(pods []*v1.Pod, pinned []string, req gang.FabricRequest) (*plan.Plan, string, []overflow.Blocked) {
 	tree, err := pl.tracker.Tree()
 	if err != nil {
 		return nil, err.Error(), nil
@@ -61,81 +39,7 @@ func (pl *OverflowPreemption) planFor(pods []*v1.Pod, pinned []string, req gang.
 	if err != nil {
 		return nil, err.Error(), nil
 	}
-	template := capacity.Largest(pods, pl.gpu)
-	shape := capacity.ShapeOf(template)
-	var states []overflow.NodeState
-	var overflowNodes []*v1.Node
-	podsOn := map[string][]*v1.Pod{}
-	for _, ni := range all {
-		node := ni.Node()
-		if node == nil || !pl.classes.IsOverflowNode(node) {
-			continue
-		}
-		overflowNodes = append(overflowNodes, node)
-		for _, pi := range ni.GetPods() {
-			podsOn[node.Name] = append(podsOn[node.Name], pi.GetPod())
-		}
-	}
-	ledger := overflow.NewLedger(pl.classes, overflowNodes, func(n string) []*v1.Pod { return podsOn[n] }, pl.store.Reservations())
-	for _, ni := range all {
-		node := ni.Node()
-		if node == nil || pl.classes.IsOverflowNode(node) {
-			continue
-		}
-		usable, held := true, map[v1.ResourceName]int64(nil)
-		if pl.external != nil {
-			usable, held = pl.external.NodeExternal(node)
-		}
-		st := overflow.NodeState{
-			Name: node.Name,
-			Free: capacity.FreeOf(ni, held),
-			// A node being freed for another claim is not planned twice.
-			Eligible: usable && shape.Eligible(node) && !pl.store.NodeClaimed(node.Name),
-		}
-		for _, pi := range ni.GetPods() {
-			p := pi.GetPod()
-			if !pl.classes.Eligible(p) {
-				continue
-			}
-			if _, why := pl.ledger.Of(p); why != "" {
-				st.Blocked = append(st.Blocked, overflow.Blocked{Pod: p, Why: why})
-				continue
-			}
-			if why := ledger.CannotRun(p); why != "" {
-				// Evicted, its replacement could run nowhere.
-				st.Blocked = append(st.Blocked, overflow.Blocked{Pod: p, Why: why, Unportable: true})
-				continue
-			}
-			st.Victims = append(st.Victims, p)
-		}
-		overflow.VictimOrder(st.Victims, pl.gpu)
-		states = append(states, st)
-	}
-	maxLevel := tree.RootLevel()
-	if req.Mode == config.FabricModeRequired {
-		if i, ok := tree.LevelIndex(req.Level); ok {
-			maxLevel = i
-		}
-	}
-	var pinnedIdx []int
-	for _, n := range pinned {
-		if i, ok := tree.NodeIndex(n); ok {
-			pinnedIdx = append(pinnedIdx, i)
-		}
-	}
-	c, why, ok := overflow.PlanClaim(tree, states, overflow.Request{Shape: shape, Pods: len(pods), MaxLevel: maxLevel, Pinned: pinnedIdx}, ledger)
-	if !ok {
-		return nil, why, c.Blocking
-	}
-	p := &plan{claim: c, tree: tree}
-	for _, st := range states {
-		for _, b := range st.Blocked {
-			if b.Unportable {
-				p.unportable = append(p.unportable, b)
-			}
-		}
-	}
-	return p, "", nil
+	return pl.planner.Plan(tree, all, plan.Request{Claimants: pods, Pinned: pinned, Fabric: req})
 }
 
 // maxStayEvents bounds the Events one claim attempt writes on production
@@ -170,92 +74,23 @@ func passedOver(pods []overflow.Blocked) string {
 	return fmt.Sprintf("; %d production pods no overflow provider can run were passed over (%s: %s)", len(pods), strings.Join(names, ", "), pods[0].Why)
 }
 
-// assign maps claimants to the plan's nodes, in name order, so the same
-// plan always nominates the same way.
-func (p *plan) assign(pods []*v1.Pod) map[string]string {
-	var slots []string
-	names := make([]string, 0, len(p.claim.Nodes))
-	for n := range p.claim.Nodes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		for i := 0; i < p.claim.Nodes[n]; i++ {
-			slots = append(slots, n)
-		}
-	}
-	sorted := append([]*v1.Pod(nil), pods...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	out := map[string]string{}
-	for i, pod := range sorted {
-		if i < len(slots) {
-			out[pod.Namespace+"/"+pod.Name] = slots[i]
-		}
-	}
-	return out
-}
-
 // start records a plan as a ResearchClaim in the apiserver (the claim
 // engine carries it out) and tells the claimants why. owner is the
 // research pod, or the gang's PodGroup: the claim goes with it.
-func (pl *OverflowPreemption) start(ctx context.Context, key string, owner metav1.OwnerReference, claimants []*v1.Pod, p *plan, nominations map[string]string, attempts int32) (*v1alpha1.ResearchClaim, error) {
-	nodes := make([]string, 0, len(p.claim.Victims))
-	for n := range p.claim.Victims {
-		nodes = append(nodes, n)
-	}
-	sort.Strings(nodes)
-	c := &v1alpha1.ResearchClaim{ObjectMeta: metav1.ObjectMeta{
-		Namespace: claimants[0].Namespace, Name: claims.NameOf(key), OwnerReferences: []metav1.OwnerReference{owner},
-		Annotations: map[string]string{claims.AttemptsAnnotation: fmt.Sprint(attempts)},
-	}}
-	c.Spec = v1alpha1.ResearchClaimSpec{
-		Key: key, Domain: p.claim.Domain.Name,
-		TimeoutSeconds:            pl.claimsCfg.WaveTimeoutSeconds,
-		ReplacementTimeoutSeconds: pl.claimsCfg.ReplacementTimeoutSeconds,
-		MakeBeforeBreak:           pl.claimsCfg.MakeBeforeBreak,
-		WarmTimeoutSeconds:        pl.claimsCfg.WarmTimeoutSeconds,
-	}
-	var victims []*v1.Pod
-	for _, n := range nodes {
-		for _, v := range p.claim.Victims[n] {
-			victims = append(victims, v)
-			budget, _ := pl.ledger.Of(v)
-			owner, _ := disruption.OwnerOf(v)
-			target := p.claim.Targets[v.Namespace+"/"+v.Name]
-			c.Spec.Victims = append(c.Spec.Victims, v1alpha1.Victim{
-				Namespace: v.Namespace, Name: v.Name, UID: v.UID, Node: n,
-				Owner:        v1alpha1.Owner{Kind: owner.Kind, Name: owner.Name, UID: types.UID(owner.UID)},
-				Budget:       budget.Name,
-				Target:       v1alpha1.Target{Node: target.Node, Provider: target.Provider},
-				Requests:     resourcehelper.PodRequests(v, resourcehelper.PodResourcesOptions{}),
-				TemplateHash: offer.TemplateHash(v),
-			})
-		}
-	}
-	for _, cl := range claimants {
-		if node, ok := nominations[cl.Namespace+"/"+cl.Name]; ok {
-			c.Spec.Claimants = append(c.Spec.Claimants, v1alpha1.Claimant{Name: cl.Name, UID: cl.UID, Node: node})
-		}
-	}
-	c.Spec.Note = fmt.Sprintf("%d production pods chosen as the fewest victims in %s", len(victims), p.claim.Domain.Name)
-	created, err := pl.store.CreateClaim(ctx, c)
+func (pl *OverflowPreemption) start(ctx context.Context, key string, owner metav1.OwnerReference, claimants []*v1.Pod, p *plan.Plan, nominations map[string]string, attempts int32) (*v1alpha1.ResearchClaim, error) {
+	created, err := pl.store.CreateClaim(ctx, pl.planner.Claim(key, owner, claimants, p, nominations, attempts))
 	if err != nil {
 		return nil, err
 	}
-	msg := fmt.Sprintf("claiming %s: %s move to overflow nodes, each budget paced on its own (claim %s)%s", p.claim.Domain.Name, describe(victims), created.Name, passedOver(p.unportable))
-	var inDomain []overflow.Blocked
-	for _, b := range p.unportable {
-		if i, ok := p.tree.NodeIndex(b.Pod.Spec.NodeName); ok && p.tree.Contains(p.claim.Domain, i) {
-			inDomain = append(inDomain, b)
-		}
-	}
-	pl.stays(inDomain, key)
+	victims := p.Victims()
+	msg := fmt.Sprintf("claiming %s: %s move to overflow nodes, each budget paced on its own (claim %s)%s", p.Claim.Domain.Name, describe(victims), created.Name, passedOver(p.Unportable))
+	pl.stays(p.Stays(p.Unportable), key)
 	if rec := pl.handle.EventRecorder(); rec != nil {
 		for _, cl := range claimants {
 			rec.Eventf(cl, nil, v1.EventTypeNormal, ReasonClaiming, "Preempting", "%s", msg)
 		}
 	}
-	klog.FromContext(ctx).V(2).Info("Research claim started", "claim", key, "domain", p.claim.Domain.Name, "victims", len(victims), "claimants", len(claimants))
+	klog.FromContext(ctx).V(2).Info("Research claim started", "claim", key, "domain", p.Claim.Domain.Name, "victims", len(victims), "claimants", len(claimants))
 	return created, nil
 }
 
@@ -363,7 +198,7 @@ func (pl *OverflowPreemption) postFilter(ctx context.Context, pod *v1.Pod) (*fwk
 		pl.noClaim(claimants, why)
 		return nil, fwk.NewStatus(fwk.Unschedulable, ReasonNoClaim+": "+why)
 	}
-	nominations := p.assign(claimants)
+	nominations := p.Assign(claimants)
 	c, err := pl.start(ctx, key, owner, claimants, p, nominations, attempts)
 	if err != nil {
 		return nil, claimFailed(err)
@@ -472,7 +307,7 @@ func (pl *OverflowPreemption) PodGroupPostFilter(ctx context.Context, _ fwk.PodG
 
 // verify removes the plan's victims from a copy of the snapshot, runs the
 // gang's scheduling there, and returns where its pods would go.
-func (pl *OverflowPreemption) verify(ctx context.Context, p *plan, schedule fwk.PodGroupSchedulingFunc) (map[string]string, *fwk.Status) {
+func (pl *OverflowPreemption) verify(ctx context.Context, p *plan.Plan, schedule fwk.PodGroupSchedulingFunc) (map[string]string, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	snap := pl.handle.MutableSnapshotSharedLister()
 	if err := snap.StartMutations(); err != nil {
@@ -483,7 +318,7 @@ func (pl *OverflowPreemption) verify(ctx context.Context, p *plan, schedule fwk.
 			logger.Error(err, "Restoring the scheduling snapshot")
 		}
 	}()
-	for node, victims := range p.claim.Victims {
+	for node, victims := range p.Claim.Victims {
 		for _, v := range victims {
 			if err := snap.RemovePod(logger, v, node); err != nil {
 				return nil, fwk.AsStatus(err)
@@ -492,7 +327,7 @@ func (pl *OverflowPreemption) verify(ctx context.Context, p *plan, schedule fwk.
 	}
 	res, st := schedule(ctx)
 	if !st.IsSuccess() {
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: freeing %s would not be enough: %s", ReasonNoClaim, p.claim.Domain.Name, st.Message()))
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: freeing %s would not be enough: %s", ReasonNoClaim, p.Claim.Domain.Name, st.Message()))
 	}
 	out := map[string]string{}
 	for _, a := range res.ProposedAssignments {
