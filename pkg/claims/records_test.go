@@ -314,3 +314,41 @@ func TestClaimRecordedWholeOrNotAtAll(t *testing.T) {
 		t.Errorf("%d records left of a claim that could not be recorded whole", len(list.Items))
 	}
 }
+
+// TestSlowReplacementPausesOnlyItsBudget: a claim's victims under two
+// default budgets; one ReplicaSet's replacement never comes. Its budget
+// stays spent, while the other ReplicaSet's victims go on moving as their
+// replacements turn Ready: one slow replacement pauses its own budget,
+// not the claim.
+func TestSlowReplacementPausesOnlyItsBudget(t *testing.T) {
+	r := newRig(t)
+	slow := r.rs("slow", 4, "n0", 1) // 25%: one at a time
+	fast := r.rs("fast", 4, "n0", 1)
+	key := r.claim(r.claimant("train"), append(slow, fast...))
+	r.sync(key, 0)
+	replaced := map[string]bool{}
+	for round := 1; round < 6; round++ {
+		for _, name := range r.evicted() {
+			if strings.HasPrefix(name, "fast-") && !replaced[name] {
+				replaced[name] = true
+				r.replace("fast", "new-"+name, "vk")
+			}
+		}
+		r.sync(key, time.Duration(round)*time.Second)
+	}
+	count := func(prefix string) int {
+		n := 0
+		for _, name := range r.evicted() {
+			if strings.HasPrefix(name, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	if got := count("slow-"); got != 1 {
+		t.Errorf("%d of slow evicted with its one replacement never placed, want 1 (its budget)", got)
+	}
+	if got := count("fast-"); got != 4 {
+		t.Errorf("%d of fast evicted while slow's replacement lagged, want all 4", got)
+	}
+}
