@@ -65,6 +65,10 @@ const (
 	// ReasonReplacementTimeout: on victims, the replacement did not turn
 	// Ready on an overflow node in time.
 	ReasonReplacementTimeout = "ReplacementTimedOut"
+	// ReasonDropped: on victims, no longer moved: they stopped being
+	// production sluice may move since the claim was planned (opted out,
+	// another class, another controller).
+	ReasonDropped = "NotMovedAnyMore"
 	// ReasonMovedCold: on victims of a make-before-break claim, evicted
 	// without a warm instance (it failed, expired, or was not Ready
 	// within the warm timeout).
@@ -560,10 +564,35 @@ func (e *Engine) look(c *v1alpha1.ResearchClaim, now time.Time) state {
 			st.inFlight++
 			continue
 		}
+		if why := e.notMovable(p, v); why != "" {
+			// Checked again before every eviction: the pod may have
+			// changed since the claim was planned.
+			if e.cfg.Recorder != nil {
+				e.cfg.Recorder.Eventf(p, nil, v1.EventTypeNormal, ReasonDropped, "Preempting", "not moved for %s after all: %s", c.Spec.Key, why)
+			}
+			replace(v.UID)
+			continue
+		}
 		st.pending = append(st.pending, v)
 		st.pods[v.UID] = p
 	}
 	return st
+}
+
+// notMovable says why victim v, as its pod p is now, may no longer be
+// moved ("" when it may): it opted out of overflow, stopped being
+// overflow-eligible production, or has another controller.
+func (e *Engine) notMovable(p *v1.Pod, v v1alpha1.Victim) string {
+	if overflow.OptedOut(p) {
+		return "it opted out of overflow (" + overflow.Annotation + ": " + p.Annotations[overflow.Annotation] + ")"
+	}
+	if !e.cfg.Classes.Eligible(p) {
+		return "it is no longer production that may run on an overflow node (its priority class or tolerations changed)"
+	}
+	if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != v.Owner.UID {
+		return "its controller is no longer " + v.Owner.Kind + " " + v.Owner.Name
+	}
+	return ""
 }
 
 // replacement finds a pod replacing victim v of claim c: a pod of its

@@ -224,6 +224,7 @@ func (r *rig) replica(rs, name, node string, gpus int) *v1.Pod {
 		CreationTimestamp: metav1.NewTime(r.clock.Now())}}
 	p.Spec.NodeName = node
 	p.Spec.PriorityClassName = "production"
+	p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
 	p.Spec.Containers = []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{"nvidia.com/gpu": resource.MustParse(fmt.Sprint(gpus))}}}}
 	p.Status.Phase = v1.PodRunning
 	p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
@@ -1121,5 +1122,36 @@ func TestEventsSyncOnlyTheClaimsThatReadThem(t *testing.T) {
 				t.Errorf("claims synced (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestOptOutAfterPlanningIsHonoured: a victim annotated
+// sluice.dev/overflow: never after its claim was planned is not evicted:
+// the claim drops it (its room released), says so in an Event on it, and
+// moves the others.
+func TestOptOutAfterPlanningIsHonoured(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 4, "n0", 1)
+	key := r.claim(r.claimant("train"), victims)
+	stay := victims[0].DeepCopy()
+	stay.Annotations = map[string]string{overflow.Annotation: "Never"}
+	r.put(stay)
+	for i := range 4 {
+		r.sync(key, time.Duration(i)*time.Second)
+		for _, name := range r.evicted() {
+			if name == stay.Name {
+				t.Fatalf("%s evicted after it opted out of overflow", stay.Name)
+			}
+		}
+		for j, name := range r.evicted() {
+			r.replace("serve", fmt.Sprintf("new-%d-%d-%s", i, j, name), "vk")
+		}
+	}
+	c, _ := r.get(key)
+	if !slices.Contains(c.Status.Replaced, stay.UID) {
+		t.Errorf("the opted-out victim still holds its room: replaced %v", c.Status.Replaced)
+	}
+	if got := r.events(ReasonDropped); len(got) != 1 || !strings.Contains(got[0], "opted out") {
+		t.Errorf("%s Events %v, want one saying why", ReasonDropped, got)
 	}
 }

@@ -10,6 +10,7 @@ package overflow
 
 import (
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -79,10 +80,16 @@ func (c *Classes) IsOverflowNode(node *v1.Node) bool {
 // Eligible reports whether a production pod may be moved to an overflow
 // node: it tolerates the overflow taint and has not opted out.
 func (c *Classes) Eligible(pod *v1.Pod) bool {
-	if !c.IsProduction(pod) || pod.Annotations[Annotation] == Never || pod.DeletionTimestamp != nil {
+	if !c.IsProduction(pod) || OptedOut(pod) || pod.DeletionTimestamp != nil {
 		return false
 	}
 	return c.ToleratesOverflow(pod)
+}
+
+// OptedOut reports whether the pod's owners opted it out of overflow
+// (sluice.dev/overflow: never, in any case, spaces around it ignored).
+func OptedOut(pod *v1.Pod) bool {
+	return strings.EqualFold(strings.TrimSpace(pod.Annotations[Annotation]), Never)
 }
 
 // ToleratesOverflow reports whether the pod tolerates the overflow taint:

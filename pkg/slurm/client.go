@@ -168,7 +168,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if u.Scheme != "unix" && cfg.TokenFile == "" {
 		return nil, fmt.Errorf("slurmrestd endpoint %q needs a token file (JWT auth); only unix sockets use local auth", cfg.Endpoint)
 	}
-	c.http = &http.Client{Transport: transport, Timeout: cfg.Timeout}
+	// No redirects: the token header would go with them, to whatever
+	// host (plain http included) the answer names.
+	noRedirects := func(req *http.Request, _ []*http.Request) error {
+		return fmt.Errorf("slurmrestd redirected to %s: redirects are not followed (the token would go with them)", req.URL.Host)
+	}
+	c.http = &http.Client{Transport: transport, Timeout: cfg.Timeout, CheckRedirect: noRedirects}
 	return c, nil
 }
 
