@@ -103,6 +103,12 @@ type InferencePacking struct {
 	// offers are the overflow nodes' offers, by node name, kept by a node
 	// informer handler; replaced whole, never changed once stored.
 	offers atomic.Pointer[map[string]nodeOffer]
+	// counted is each overflow node's room with its pods counted (no
+	// claim's reservation held), by node name, kept while its NodeInfo
+	// generation and offer stay: Filter asks on every overflow node for
+	// every production pod, and an overflow node may run thousands.
+	countedMu sync.Mutex
+	counted   map[string]countedRoom
 
 	// mu guards the incremental view of where production runs. PreScore
 	// looks again only at the nodes this profile reserved production on
@@ -153,6 +159,14 @@ type nodeOffer struct {
 	offer offer.Offer
 	err   error
 	raw   string // the annotation
+}
+
+// countedRoom is an overflow node's room, counted at a NodeInfo
+// generation under an offer (its annotation).
+type countedRoom struct {
+	generation int64
+	raw        string
+	room       *overflow.Ledger
 }
 
 // entry is what PreFilter or PreScore last saw at one position of the node
@@ -532,7 +546,7 @@ func (pl *InferencePacking) Filter(_ context.Context, state fwk.CycleState, pod 
 		pl.waiting.Add(pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonCannotRunThere+": "+why)
 	}
-	if o, ok := s.overflowNodes[name]; ok && o.err == nil && !overflowRoom(name, o.offer, pod, ni, s.held) {
+	if o, ok := s.overflowNodes[name]; ok && o.err == nil && !pl.overflowRoom(name, o, pod, ni, s.held) {
 		pl.waiting.Add(pod)
 		return fwk.NewStatus(fwk.Unschedulable, ReasonNoRoom+": no provider behind this overflow node has room for the whole pod, less what research claims hold there for the production they move")
 	}
@@ -547,13 +561,25 @@ func (pl *InferencePacking) Filter(_ context.Context, state fwk.CycleState, pod 
 // (offer o, NodeInfo ni) has room for all of pod, as dispatch needs: its
 // capacity less the pods it runs (and those bound not yet dispatched,
 // counted where dispatch would put them) and less held (overflow.RoomOn).
-// The offer is the one the node informer handler already parsed.
-func overflowRoom(name string, o offer.Offer, pod *v1.Pod, ni fwk.NodeInfo, held []overflow.Reservation) bool {
-	pods := make([]*v1.Pod, 0, len(ni.GetPods()))
-	for _, pi := range ni.GetPods() {
-		pods = append(pods, pi.GetPod())
+// The count of its pods is kept until the NodeInfo or the offer changes
+// (counted); the lock also keeps the ledger's memo of what each provider
+// can run to one Filter at a time.
+func (pl *InferencePacking) overflowRoom(name string, o nodeOffer, pod *v1.Pod, ni fwk.NodeInfo, held []overflow.Reservation) bool {
+	pl.countedMu.Lock()
+	defer pl.countedMu.Unlock()
+	c, ok := pl.counted[name]
+	if !ok || c.generation != ni.GetGeneration() || c.raw != o.raw {
+		pods := make([]*v1.Pod, 0, len(ni.GetPods()))
+		for _, pi := range ni.GetPods() {
+			pods = append(pods, pi.GetPod())
+		}
+		c = countedRoom{generation: ni.GetGeneration(), raw: o.raw, room: overflow.RoomOn(name, o.offer, pods, nil)}
+		if pl.counted == nil {
+			pl.counted = map[string]countedRoom{}
+		}
+		pl.counted[name] = c
 	}
-	_, ok := overflow.RoomOn(name, o, pods, held).Take(pod)
+	_, ok = c.room.Holding(held).Take(pod)
 	return ok
 }
 

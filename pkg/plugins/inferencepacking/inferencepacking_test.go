@@ -561,4 +561,36 @@ func TestFilterCountsOverflowRoomByProvider(t *testing.T) {
 	if status := filterVK(serving("serve-new", "4", "serve")); !status.IsSuccess() {
 		t.Errorf("the replacement of the evicted victim: Filter = %v, want Success (the room held for it)", status)
 	}
+	// The count of the node's pods is kept per NodeInfo generation: once
+	// a pod fills provider a (a new generation), it is counted.
+	if err := store.Delete(t.Context(), "ns", "train"); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		return len(store.Reservations()) == 0, nil
+	}); err != nil {
+		t.Fatalf("the deleted claim still holds room: %v", err)
+	}
+	full := pod("run-a2", "vk", "production", "4")
+	full.Status.Conditions = []v1.PodCondition{{Type: offer.ProviderCondition, Status: v1.ConditionTrue, Reason: "a"}}
+	// The node's own allocatable is large, so only the providers' room
+	// decides.
+	big := vk.DeepCopy()
+	big.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("64")
+	ni := framework.NewNodeInfo(append(running, full)...)
+	ni.SetNode(big)
+	p := serving("four-again", "4", "small")
+	state := framework.NewCycleState()
+	if _, status := pl.PreFilter(t.Context(), state, p, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter = %v", status)
+	}
+	if status := pl.Filter(t.Context(), state, p, ni); !status.IsSuccess() {
+		t.Errorf("4 GPUs with provider b free: Filter = %v, want Success", status)
+	}
+	full2 := pod("run-b2", "vk", "production", "4")
+	full2.Status.Conditions = []v1.PodCondition{{Type: offer.ProviderCondition, Status: v1.ConditionTrue, Reason: "b"}}
+	ni.AddPod(full2)
+	if status := pl.Filter(t.Context(), state, p, ni); status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), ReasonNoRoom) {
+		t.Errorf("4 GPUs with both providers full (a pod added since the last count): Filter = %v, want Unschedulable, %s", status, ReasonNoRoom)
+	}
 }
