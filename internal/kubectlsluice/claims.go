@@ -56,19 +56,10 @@ func (o *Options) Claims(ctx context.Context) error {
 	for _, c := range firsts {
 		records := append([]*v1alpha1.ResearchClaim{c}, later[c.Namespace+"/"+c.Name]...)
 		victims, moved, evicted := 0, 0, 0
-		phase, freed := c.Status.Phase, 0
 		for _, r := range records {
 			victims, moved, evicted = victims+len(r.Spec.Victims), moved+len(r.Status.Replaced), evicted+len(r.Status.Evicted)
-			switch r.Status.Phase {
-			case v1alpha1.PhaseGivenUp:
-				phase = v1alpha1.PhaseGivenUp
-			case v1alpha1.PhaseFreed:
-				freed++
-			}
 		}
-		if phase == v1alpha1.PhaseFreed && freed < int(max(c.Spec.Records, 1)) {
-			phase = v1alpha1.PhaseEvicting // its other records are not
-		}
+		phase := v1alpha1.ClaimPhase(records)
 		moving := max(evicted-moved, 0)
 		left := max(victims-moved-moving, 0)
 		elapsed := now.Sub(c.CreationTimestamp.Time)

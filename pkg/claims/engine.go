@@ -919,7 +919,7 @@ func (e *Engine) giveUp(ctx context.Context, c, stored *v1alpha1.ResearchClaim, 
 	why := fmt.Sprintf("gave up freeing %s after %s without progress: %d of %d production pods moved, %d moving, %d not evicted",
 		c.Spec.Domain, timeout, len(c.Status.Replaced), len(c.Spec.Victims), st.inFlight, len(st.pending))
 	if n := c.Spec.Records; n > 1 {
-		why = fmt.Sprintf("%s (record %d of %d)", why, recordIndex(c), n)
+		why = fmt.Sprintf("%s (record %d of %d)", why, c.RecordIndex(), n)
 	}
 	if len(st.blocked) > 0 {
 		why += "; blocked by " + st.blocked.String()

@@ -166,7 +166,7 @@ func (x *index) apply(key string, sh *share, sign int) {
 	})
 	if sign > 0 {
 		records = append(records, sh.claim)
-		slices.SortFunc(records, func(a, b *v1alpha1.ResearchClaim) int { return recordIndex(a) - recordIndex(b) })
+		slices.SortFunc(records, func(a, b *v1alpha1.ResearchClaim) int { return a.RecordIndex() - b.RecordIndex() })
 	}
 	if len(records) == 0 {
 		delete(x.records, rk)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,7 +41,7 @@ func Split(c *v1alpha1.ResearchClaim) []*v1alpha1.ResearchClaim {
 		r.Spec.Records = int32(n)
 		r.Spec.Victims = slices.Clone(c.Spec.Victims[i*v1alpha1.MaxVictimsPerRecord : min((i+1)*v1alpha1.MaxVictimsPerRecord, len(c.Spec.Victims))])
 		if i > 0 {
-			r.Name = fmt.Sprintf("%s-%d", c.Name, i+1)
+			r.Name = v1alpha1.RecordName(c.Name, i+1)
 			r.Annotations = nil
 		}
 		out = append(out, r)
@@ -74,7 +73,7 @@ func (s *Store) CreateClaim(ctx context.Context, c *v1alpha1.ResearchClaim) (*v1
 	for _, r := range records[1:] {
 		r.OwnerReferences = []metav1.OwnerReference{owner}
 		if _, err := s.Create(ctx, r); err != nil {
-			err = fmt.Errorf("recording %s, record %d of %d of claim %s: %w", r.Name, recordIndex(r), len(records), first.Name, err)
+			err = fmt.Errorf("recording %s, record %d of %d of claim %s: %w", r.Name, r.RecordIndex(), len(records), first.Name, err)
 			if derr := s.DeleteClaim(ctx, first); derr != nil {
 				err = fmt.Errorf("%w; and deleting the records already written: %v", err, derr)
 			}
@@ -90,11 +89,7 @@ func (s *Store) DeleteClaim(ctx context.Context, c *v1alpha1.ResearchClaim) erro
 	n := max(int(c.Spec.Records), 1)
 	first := firstName(c)
 	for i := n; i >= 1; i-- {
-		name := first
-		if i > 1 {
-			name = fmt.Sprintf("%s-%d", first, i)
-		}
-		if err := s.Delete(ctx, c.Namespace, name); err != nil {
+		if err := s.Delete(ctx, c.Namespace, v1alpha1.RecordName(first, i)); err != nil {
 			return err
 		}
 	}
@@ -111,19 +106,6 @@ func First(c *v1alpha1.ResearchClaim) bool {
 func firstName(c *v1alpha1.ResearchClaim) string {
 	name, _ := c.FirstRecord()
 	return name
-}
-
-// recordIndex is c's place among its claim's records, from 1.
-func recordIndex(c *v1alpha1.ResearchClaim) int {
-	first, ok := c.FirstRecord()
-	if ok {
-		return 1
-	}
-	var i int
-	if _, err := fmt.Sscanf(strings.TrimPrefix(c.Name, first+"-"), "%d", &i); err != nil {
-		return 0
-	}
-	return i
 }
 
 // recordsKey groups a claim's records in the store's index.
@@ -162,39 +144,35 @@ func claimStatus(records []*v1alpha1.ResearchClaim, c *v1alpha1.ResearchClaim) (
 	if len(records) <= 1 && max(c.Spec.Records, 1) == 1 {
 		return c.Status.Phase, c.Status.Message
 	}
-	n := max(int(c.Spec.Records), 1)
+	now := make([]*v1alpha1.ResearchClaim, len(records))
 	victims, moved, counts := 0, 0, map[v1alpha1.Phase]int{}
 	var paused, givenUp string
-	seen := 0
-	for _, r := range records {
+	for i, r := range records {
 		if r.Name == c.Name {
 			r = c
 		}
-		seen++
+		now[i] = r
 		victims += len(r.Spec.Victims)
 		moved += len(r.Status.Replaced)
-		phase := r.Status.Phase
-		if phase == "" {
-			phase = v1alpha1.PhaseEvicting
-		}
-		counts[phase]++
+		counts[r.Status.Phase]++
 		switch {
-		case phase == v1alpha1.PhaseGivenUp && givenUp == "":
+		case r.Status.Phase == v1alpha1.PhaseGivenUp && givenUp == "":
 			givenUp = r.Status.Message
-		case phase == v1alpha1.PhasePaused && paused == "":
+		case r.Status.Phase == v1alpha1.PhasePaused && paused == "":
 			paused = r.Status.Message
 		}
 	}
-	summary := fmt.Sprintf("%d records of %d: %d of %d production pods moved", seen, n, moved, victims)
-	switch {
-	case counts[v1alpha1.PhaseGivenUp] > 0:
-		return v1alpha1.PhaseGivenUp, summary + "; given up: " + givenUp
-	case counts[v1alpha1.PhaseFreed] == n && seen == n:
-		return v1alpha1.PhaseFreed, summary
-	case counts[v1alpha1.PhaseEvicting] == 0 && paused != "":
-		return v1alpha1.PhasePaused, fmt.Sprintf("%s; %d records paused, first: %s", summary, counts[v1alpha1.PhasePaused], paused)
+	summary := fmt.Sprintf("%d records of %d: %d of %d production pods moved", len(records), max(c.Spec.Records, 1), moved, victims)
+	switch phase := v1alpha1.ClaimPhase(now); phase {
+	case v1alpha1.PhaseGivenUp:
+		return phase, summary + "; given up: " + givenUp
+	case v1alpha1.PhaseFreed:
+		return phase, summary
+	case v1alpha1.PhasePaused:
+		return phase, fmt.Sprintf("%s; %d records paused, first: %s", summary, counts[v1alpha1.PhasePaused], paused)
+	default:
+		return phase, fmt.Sprintf("%s; %d records evicting, %d paused, %d freed", summary, len(records)-counts[v1alpha1.PhasePaused]-counts[v1alpha1.PhaseFreed], counts[v1alpha1.PhasePaused], counts[v1alpha1.PhaseFreed])
 	}
-	return v1alpha1.PhaseEvicting, fmt.Sprintf("%s; %d records evicting, %d paused, %d freed", summary, counts[v1alpha1.PhaseEvicting], counts[v1alpha1.PhasePaused], counts[v1alpha1.PhaseFreed])
 }
 
 // progressOf is when the claim last moved forward: the latest progress of

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -684,7 +683,7 @@ func TestClaimOf50000VictimsIsRecordedAndEnded(t *testing.T) {
 		total, replaced = total+len(rec.Spec.Victims), replaced+len(rec.Status.Replaced)
 	}
 	// In record order, the victims are the claim's.
-	slices.SortFunc(read, func(a, b v1alpha1.ResearchClaim) int { return recordOf(a) - recordOf(b) })
+	slices.SortFunc(read, func(a, b v1alpha1.ResearchClaim) int { return a.RecordIndex() - b.RecordIndex() })
 	for _, rec := range read {
 		for _, v := range rec.Spec.Victims {
 			if v.Budget != "default/production-0/ReplicaSet/"+v.Owner.Name || v.Target.Provider != "provider-a" || !v.Requests["nvidia.com/gpu"].Equal(resource.MustParse("1")) {
@@ -719,19 +718,6 @@ func TestClaimOf50000VictimsIsRecordedAndEnded(t *testing.T) {
 	if left := claimsOf(t, cp, ns); len(left) != 0 {
 		t.Fatalf("%d records left after every deletion", len(left))
 	}
-}
-
-// recordOf is a record's place in its claim (1 for the first).
-func recordOf(c v1alpha1.ResearchClaim) int {
-	name, first := c.FirstRecord()
-	if first {
-		return 1
-	}
-	i, err := strconv.Atoi(strings.TrimPrefix(c.Name, name+"-"))
-	if err != nil {
-		return 0
-	}
-	return i
 }
 
 // watchDeletedClaims records the names of the claims deleted in ns, in

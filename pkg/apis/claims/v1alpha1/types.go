@@ -4,7 +4,10 @@
 package v1alpha1
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -304,4 +307,54 @@ func (c *ResearchClaim) FirstRecord() (string, bool) {
 		}
 	}
 	return c.Name, true
+}
+
+// RecordName is the name of record i (from 1) of the claim whose first
+// record is named first.
+func RecordName(first string, i int) string {
+	if i <= 1 {
+		return first
+	}
+	return fmt.Sprintf("%s-%d", first, i)
+}
+
+// RecordIndex is c's place among its claim's records, from 1 (0 for a
+// later record whose name RecordName did not make).
+func (c *ResearchClaim) RecordIndex() int {
+	first, isFirst := c.FirstRecord()
+	if isFirst {
+		return 1
+	}
+	i, err := strconv.Atoi(strings.TrimPrefix(c.Name, first+"-"))
+	if err != nil || RecordName(first, i) != c.Name {
+		return 0
+	}
+	return i
+}
+
+// ClaimPhase is the phase of a whole claim from its records (every record
+// of it at hand, the first's spec.records of them expected): given up if
+// one is; Freed if every record is; Paused if one is and none evicts;
+// Evicting otherwise.
+func ClaimPhase(records []*ResearchClaim) Phase {
+	if len(records) == 0 {
+		return ""
+	}
+	counts := map[Phase]int{}
+	for _, r := range records {
+		phase := r.Status.Phase
+		if phase == "" {
+			phase = PhaseEvicting
+		}
+		counts[phase]++
+	}
+	switch {
+	case counts[PhaseGivenUp] > 0:
+		return PhaseGivenUp
+	case counts[PhaseFreed] == len(records) && len(records) == int(max(records[0].Spec.Records, 1)):
+		return PhaseFreed
+	case counts[PhaseEvicting] == 0 && counts[PhasePaused] > 0:
+		return PhasePaused
+	}
+	return PhaseEvicting
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -81,5 +82,46 @@ func TestLargeClaimIsSmall(t *testing.T) {
 	t.Logf("4096 victims: %d bytes stored, %d flat", len(packed), len(flat))
 	if len(packed) > 512<<10 {
 		t.Errorf("a claim of 4096 victims takes %d bytes, want at most 512 KiB", len(packed))
+	}
+}
+
+// TestRecordsOfAClaim: records are named and placed by RecordName and
+// RecordIndex, and a claim's phase is its records' together.
+func TestRecordsOfAClaim(t *testing.T) {
+	owner := metav1.OwnerReference{APIVersion: SchemeGroupVersion.String(), Kind: Kind, Name: "rc-a"}
+	record := func(i int, phase Phase) *ResearchClaim {
+		c := &ResearchClaim{ObjectMeta: metav1.ObjectMeta{Name: RecordName("rc-a", i)}}
+		if i > 1 {
+			c.OwnerReferences = []metav1.OwnerReference{owner}
+		}
+		c.Spec.Records, c.Status.Phase = 3, phase
+		return c
+	}
+	for i := 1; i <= 3; i++ {
+		if got := record(i, "").RecordIndex(); got != i {
+			t.Errorf("record %d: RecordIndex %d", i, got)
+		}
+	}
+	stray := &ResearchClaim{ObjectMeta: metav1.ObjectMeta{Name: "rc-a-x", OwnerReferences: []metav1.OwnerReference{owner}}}
+	if got := stray.RecordIndex(); got != 0 {
+		t.Errorf("a record named %s: RecordIndex %d, want 0", stray.Name, got)
+	}
+	for _, tc := range []struct {
+		phases []Phase
+		want   Phase
+	}{
+		{[]Phase{PhaseFreed, PhaseFreed, PhaseFreed}, PhaseFreed},
+		{[]Phase{PhaseFreed, PhaseFreed}, PhaseEvicting}, // a record missing
+		{[]Phase{PhaseFreed, PhaseGivenUp, PhaseEvicting}, PhaseGivenUp},
+		{[]Phase{PhasePaused, PhaseFreed, PhasePaused}, PhasePaused},
+		{[]Phase{PhasePaused, "", PhaseFreed}, PhaseEvicting},
+	} {
+		var records []*ResearchClaim
+		for i, p := range tc.phases {
+			records = append(records, record(i+1, p))
+		}
+		if got := ClaimPhase(records); got != tc.want {
+			t.Errorf("records %v: ClaimPhase %q, want %q", tc.phases, got, tc.want)
+		}
 	}
 }
