@@ -117,10 +117,11 @@ func up(ctx context.Context, o *Options, say func(string, ...any)) (c *cluster, 
 	if err := localcluster.InstallCRDs(ctx, c.home, filepath.Join(o.Manifests, "crds", "claims.sluice.dev_researchclaims.yaml")); err != nil {
 		return c, err
 	}
-	for _, ns := range []string{namespace, "sluice-system"} {
-		if _, err := c.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			return c, err
-		}
+	if err := localcluster.TenantNamespace(ctx, c.client, namespace); err != nil {
+		return c, err
+	}
+	if _, err := c.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sluice-system"}}, metav1.CreateOptions{}); err != nil {
+		return c, err
 	}
 	if _, err := c.remote.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remoteNamespace}}, metav1.CreateOptions{}); err != nil {
 		return c, err

@@ -11,8 +11,11 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/sluice-sched/sluice/pkg/overflow"
 )
 
 // PriorityClasses are sluice's workload classes as manifests/priorityclasses.yaml
@@ -22,8 +25,8 @@ func PriorityClasses() []*schedulingv1.PriorityClass {
 		{
 			ObjectMeta:       metav1.ObjectMeta{Name: "research"},
 			Value:            100000,
-			PreemptionPolicy: ptr.To(v1.PreemptLowerPriority),
-			Description:      "Research training (gangs, Slurm workers). May claim every physical GPU; production overflows to external capacity.",
+			PreemptionPolicy: ptr.To(v1.PreemptNever),
+			Description:      "Research training (gangs, Slurm workers). Claims physical GPUs through sluice, which moves production to external capacity; never preempts through another scheduler.",
 		},
 		{
 			ObjectMeta:       metav1.ObjectMeta{Name: "production"},
@@ -40,6 +43,21 @@ func CreatePriorityClasses(ctx context.Context, client kubernetes.Interface) err
 		if _, err := client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating PriorityClass %s: %w", pc.Name, err)
 		}
+	}
+	return nil
+}
+
+// TenantNamespace creates the namespace, or labels it if it exists, so that
+// the shipped tenancy policy lets its pods be research and production.
+func TenantNamespace(ctx context.Context, client kubernetes.Interface, name string) error {
+	labels := map[string]string{overflow.ResearchNamespaceLabel: "true", overflow.ProductionNamespaceLabel: "true"}
+	_, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true",%q:"true"}}}`, overflow.ResearchNamespaceLabel, overflow.ProductionNamespaceLabel)
+		_, err = client.CoreV1().Namespaces().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("namespace %s for research and production: %w", name, err)
 	}
 	return nil
 }

@@ -101,6 +101,10 @@ func NewEnv(ctx context.Context, policy Policy, opts EnvOptions) (env *Env, err 
 		e.Close()
 		return nil, err
 	}
+	if err := localcluster.TenantNamespace(ctx, cp.Client, Namespace); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if len(opts.CRDs) > 0 {
 		if err := localcluster.InstallCRDs(ctx, cp, opts.CRDs...); err != nil {
 			e.Close()

@@ -340,7 +340,7 @@ func (e *Engine) sync(ctx context.Context, key string) error {
 	case message == "":
 		message = fmt.Sprintf("%d of %d production pods moved, %d moving, %d to go", len(c.Status.Replaced), len(c.Spec.Victims), st.inFlight+evicted, pending)
 		if len(st.blocked) > 0 {
-			cause, action = st.blocked.String(), ActionWaitBudget
+			cause, action = st.blocked.String(c.Namespace), ActionWaitBudget
 			if st.blocked.only(waitingWarm) {
 				action = ActionWaitWarm
 			}
@@ -710,17 +710,17 @@ func (e *Engine) evict(ctx context.Context, stored, c *v1alpha1.ResearchClaim, s
 		}
 		cold, wait := warmth(c, pod, w, now)
 		if wait {
-			st.blocked.add(waitingWarm+v.Target.Node, v)
+			st.blocked.add(waitingWarm+v.Target.Node, "", v)
 			continue
 		}
 		budget, why := e.cfg.Ledger.Of(pod)
 		if why != "" {
-			st.blocked.add(why, v)
+			st.blocked.add(why, "waiting for a disruption budget of another namespace", v)
 			continue
 		}
 		mv, why := e.cfg.Ledger.Reserve(pod, budget, st.recorded.Has(v.UID))
 		if why != "" {
-			st.blocked.add(why, v)
+			st.blocked.add(why, "waiting for a disruption budget of another namespace", v)
 			continue
 		}
 		moves = append(moves, move{v: v, mv: mv, why: cold})
@@ -746,7 +746,11 @@ func (e *Engine) evict(ctx context.Context, stored, c *v1alpha1.ResearchClaim, s
 	evicted := 0
 	for _, m := range moves {
 		v, pod := m.v, st.pods[m.v.UID]
-		note := fmt.Sprintf("moving to an overflow node so %s gets %s (%s)", c.Spec.Key, c.Spec.Domain, c.Spec.Note)
+		research := "research"
+		if pod.Namespace == c.Namespace {
+			research = c.Spec.Key
+		}
+		note := fmt.Sprintf("moving to an overflow node so %s gets %s (%s)", research, c.Spec.Domain, c.Spec.Note)
 		ok, err := m.mv.Evict(ctx, disruption.MovePreemption, note)
 		switch {
 		case err != nil:
@@ -756,11 +760,11 @@ func (e *Engine) evict(ctx context.Context, stored, c *v1alpha1.ResearchClaim, s
 			if inner := errors.Unwrap(err); inner != nil {
 				err = inner
 			}
-			st.blocked.add("evictions failing: "+err.Error(), v)
+			st.blocked.add("evictions failing: "+err.Error(), "evictions failing in another namespace", v)
 		case !ok:
 			// 429: the apiserver's view of the budget allows nothing.
 			done.Insert(v.UID)
-			st.blocked.add("the Eviction API refuses (429) under "+m.mv.Budget.String(), v)
+			st.blocked.add("the Eviction API refuses (429) under "+m.mv.Budget.String(), "the Eviction API refuses (429) under a budget of another namespace", v)
 		default:
 			done.Insert(v.UID)
 			evicted++
@@ -819,8 +823,17 @@ func warmth(c *v1alpha1.ResearchClaim, pod *v1.Pod, warms bool, now time.Time) (
 	return "", true
 }
 
-// blockers are the reasons victims wait, each with the victims.
-type blockers map[string][]string
+// blockers are the reasons victims wait, each with its victims. What a
+// claim says goes to its research namespace, which must not learn other
+// tenants' objects: a reason is said there only when all its victims are
+// that namespace's own, otherwise its elsewhere text is; victims of other
+// namespaces are counted, never named.
+type blockers map[string]*blocker
+
+type blocker struct {
+	elsewhere string
+	victims   []v1alpha1.Victim
+}
 
 // only reports whether every reason starts with prefix.
 func (b blockers) only(prefix string) bool {
@@ -832,41 +845,79 @@ func (b blockers) only(prefix string) bool {
 	return len(b) > 0
 }
 
-func (b blockers) add(why string, v v1alpha1.Victim) {
-	b[why] = append(b[why], v.Namespace+"/"+v.Name)
+// add records that v waits for why; elsewhere says the same without
+// naming anything of v's namespace ("" when why names nothing of it).
+func (b blockers) add(why, elsewhere string, v v1alpha1.Victim) {
+	r := b[why]
+	if r == nil {
+		r = &blocker{elsewhere: elsewhere}
+		b[why] = r
+	}
+	r.victims = append(r.victims, v)
 }
 
 // maxReasons is how many reasons blockers.String names; the rest are
 // counted, so a claim held by many budgets still fits an Event's note.
 const maxReasons = 3
 
-// String says the first maxReasons reasons (by the victims they hold,
-// most first), each with how many victims and the first few, and counts
-// the rest.
-func (b blockers) String() string {
-	reasons := make([]string, 0, len(b))
-	for why := range b {
+// String says, to namespace viewer, the first maxReasons reasons (by the
+// victims they hold, most first), each with how many victims and the
+// first few of the viewer's own, and counts the rest.
+func (b blockers) String(viewer string) string {
+	type said struct {
+		own   []string
+		other int
+	}
+	byReason := map[string]*said{}
+	for why, r := range b {
+		own := true
+		for _, v := range r.victims {
+			own = own && v.Namespace == viewer
+		}
+		if !own && r.elsewhere != "" {
+			why = r.elsewhere
+		}
+		s := byReason[why]
+		if s == nil {
+			s = &said{}
+			byReason[why] = s
+		}
+		for _, v := range r.victims {
+			if v.Namespace == viewer {
+				s.own = append(s.own, v.Name)
+			} else {
+				s.other++
+			}
+		}
+	}
+	count := func(s *said) int { return len(s.own) + s.other }
+	reasons := make([]string, 0, len(byReason))
+	for why := range byReason {
 		reasons = append(reasons, why)
 	}
 	sort.Slice(reasons, func(i, j int) bool {
-		if len(b[reasons[i]]) != len(b[reasons[j]]) {
-			return len(b[reasons[i]]) > len(b[reasons[j]])
+		if ci, cj := count(byReason[reasons[i]]), count(byReason[reasons[j]]); ci != cj {
+			return ci > cj
 		}
 		return reasons[i] < reasons[j]
 	})
 	parts := make([]string, 0, maxReasons+1)
 	for _, why := range reasons[:min(len(reasons), maxReasons)] {
-		pods := b[why]
-		names := strings.Join(pods[:min(len(pods), 3)], ", ")
-		if len(pods) > 3 {
-			names += fmt.Sprintf(" and %d more", len(pods)-3)
+		s := byReason[why]
+		slices.Sort(s.own)
+		names := s.own[:min(len(s.own), 3)]
+		if more := len(s.own) - len(names); more > 0 {
+			names = append(slices.Clone(names), fmt.Sprintf("%d more", more))
 		}
-		parts = append(parts, fmt.Sprintf("%s (%d pods: %s)", why, len(pods), names))
+		if s.other > 0 {
+			names = append(slices.Clone(names), fmt.Sprintf("%d of other namespaces", s.other))
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d pods: %s)", why, count(s), strings.Join(names, ", ")))
 	}
 	if rest := len(reasons) - maxReasons; rest > 0 {
 		pods := 0
 		for _, why := range reasons[maxReasons:] {
-			pods += len(b[why])
+			pods += count(byReason[why])
 		}
 		parts = append(parts, fmt.Sprintf("and %d more reasons (%d pods)", rest, pods))
 	}
@@ -922,7 +973,7 @@ func (e *Engine) giveUp(ctx context.Context, c, stored *v1alpha1.ResearchClaim, 
 		why = fmt.Sprintf("%s (record %d of %d)", why, c.RecordIndex(), n)
 	}
 	if len(st.blocked) > 0 {
-		why += "; blocked by " + st.blocked.String()
+		why += "; blocked by " + st.blocked.String(c.Namespace)
 	} else if c.Status.Message != "" {
 		why += "; last: " + c.Status.Message
 	}

@@ -1155,3 +1155,26 @@ func TestOptOutAfterPlanningIsHonoured(t *testing.T) {
 		t.Errorf("%s Events %v, want one saying why", ReasonDropped, got)
 	}
 }
+
+// TestBlockersNameOnlyTheViewersPods: what a claim says goes to its
+// research namespace: reasons and victims of that namespace are named,
+// those of other namespaces only counted, their budgets never named.
+func TestBlockersNameOnlyTheViewersPods(t *testing.T) {
+	b := blockers{}
+	victim := func(ns, name string) v1alpha1.Victim {
+		return v1alpha1.Victim{Namespace: ns, Name: name, Budget: "pdb/" + name}
+	}
+	b.add("PodDisruptionBudget secret-budget allows no more now", "waiting for a disruption budget of another namespace", victim("team-b", "secret-pod"))
+	b.add("PodDisruptionBudget own-budget allows no more now", "waiting for a disruption budget of another namespace", victim("research", "own-pod"))
+	got := b.String("research")
+	for _, want := range []string{"own-budget", "own-pod", "waiting for a disruption budget of another namespace (1 pods: 1 of other namespaces)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("said %q, want it to contain %q", got, want)
+		}
+	}
+	for _, secret := range []string{"team-b", "secret"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("said %q to namespace research, which names %q of another namespace", got, secret)
+		}
+	}
+}

@@ -50,6 +50,18 @@ type Request struct {
 	MaxLevel int
 	// Pinned are tree indices of nodes where members already run.
 	Pinned []int
+	// Namespace is the gang's: what the plan says is said to it, and
+	// names only its own pods (others are counted).
+	Namespace string
+}
+
+// NameFor names a pod to namespace viewer: by name if it is the viewer's
+// own, as "a pod of another namespace" if not.
+func NameFor(viewer string, pod *v1.Pod) string {
+	if pod.Namespace == viewer {
+		return pod.Name
+	}
+	return "a pod of another namespace"
 }
 
 // Claim is what to evict so the gang fits in one domain.
@@ -140,21 +152,31 @@ func PlanClaim(tree *fabric.Tree, nodes []NodeState, req Request, room *Ledger) 
 	}
 	var names []string
 	var blocking []Blocked
+	other := 0
 	for _, n := range nodes {
 		for _, b := range n.Blocked {
 			for _, v := range hypothetical.Victims[n.Name] {
-				if v.UID == b.Pod.UID {
-					names = append(names, fmt.Sprintf("%s/%s (%s)", b.Pod.Namespace, b.Pod.Name, b.Why))
-					blocking = append(blocking, b)
+				if v.UID != b.Pod.UID {
+					continue
+				}
+				blocking = append(blocking, b)
+				if b.Pod.Namespace == req.Namespace {
+					names = append(names, fmt.Sprintf("%s (%s)", b.Pod.Name, b.Why))
+				} else {
+					other++
 				}
 			}
 		}
 	}
 	sort.Strings(names)
-	total, more := len(names), ""
-	if total > 6 {
-		more = fmt.Sprintf(" and %d more", total-6)
+	total, more := len(blocking), ""
+	if len(names) > 6 {
+		more = fmt.Sprintf(" and %d more", len(names)-6)
 		names = names[:6]
+	}
+	if other > 0 {
+		// Why another tenant's pods cannot move is theirs to know.
+		names = append(names, fmt.Sprintf("%d of other namespaces", other))
 	}
 	return Claim{Blocking: blocking}, fmt.Sprintf("no fabric domain can be freed within what may move: freeing %s would need %d production pods that cannot move: %s%s",
 		hypothetical.Domain.Name, total, strings.Join(names, ", "), more), false
@@ -278,8 +300,8 @@ func planDomain(tree *fabric.Tree, d *fabric.Domain, ladders []*ladder, req Requ
 		for _, v := range l.node.Victims[:at[m]] {
 			target, ok := tryRoom.Take(v)
 			if !ok {
-				return Claim{}, 0, fmt.Sprintf("the overflow nodes have no room for %s/%s (%d Ready overflow nodes; a victim needs one provider with room for all of it); production is not evicted into nowhere",
-					v.Namespace, v.Name, room.Ready()), false
+				return Claim{}, 0, fmt.Sprintf("the overflow nodes have no room for %s (%d Ready overflow nodes; a victim needs one provider with room for all of it); production is not evicted into nowhere",
+					NameFor(req.Namespace, v), room.Ready()), false
 			}
 			claim.Victims[l.node.Name] = append(claim.Victims[l.node.Name], v)
 			claim.Targets[v.Namespace+"/"+v.Name] = target

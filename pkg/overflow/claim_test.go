@@ -176,7 +176,7 @@ func TestPlanClaimFewestVictims(t *testing.T) {
 		{
 			name: "room held by a live claim is not counted again",
 			pods: 4, gpus: 8, maxLevel: 1, room: []int{4}, reserved: 1,
-			wantWhy: "the overflow nodes have no room for prod/",
+			wantWhy: "the overflow nodes have no room for d3 (",
 		},
 	}
 	for _, tt := range tests {
@@ -195,7 +195,7 @@ func TestPlanClaimFewestVictims(t *testing.T) {
 					}
 				}
 			}
-			claim, why, ok := PlanClaim(tree, nodeStates(tree, full), Request{Shape: gangShape(tt.gpus), Pods: tt.pods, MaxLevel: tt.maxLevel}, roomWith(t, tt.room, reservation(tt.reserved)...))
+			claim, why, ok := PlanClaim(tree, nodeStates(tree, full), Request{Shape: gangShape(tt.gpus), Pods: tt.pods, MaxLevel: tt.maxLevel, Namespace: "prod"}, roomWith(t, tt.room, reservation(tt.reserved)...))
 			if tt.wantWhy != "" {
 				if ok {
 					t.Fatalf("planned %s with victims %v, want no plan", claim.Domain.Name, victimNames(claim))
@@ -276,7 +276,8 @@ func TestLedgerHolds(t *testing.T) {
 }
 
 // TestBlockedPodsAreNamed: when only pods that may not move stand in the
-// way, the plan says which and why.
+// way, the plan says which and why to their own namespace, and only counts
+// them to another (a tenant never learns another's pods or budgets).
 func TestBlockedPodsAreNamed(t *testing.T) {
 	tree := fabric16(t)
 	var states []NodeState
@@ -287,13 +288,26 @@ func TestBlockedPodsAreNamed(t *testing.T) {
 		st.Blocked = []Blocked{{Pod: p, Why: "PodDisruptionBudget keep allows no disruption (maxUnavailable 0)"}}
 		states = append(states, st)
 	}
-	_, why, ok := PlanClaim(tree, states, Request{Shape: gangShape(8), Pods: 4, MaxLevel: 1}, roomWith(t, []int{1000}))
-	if ok {
-		t.Fatal("planned a claim that needs protected pods")
+	plan := func(namespace string) string {
+		_, why, ok := PlanClaim(tree, states, Request{Shape: gangShape(8), Pods: 4, MaxLevel: 1, Namespace: namespace}, roomWith(t, []int{1000}))
+		if ok {
+			t.Fatal("planned a claim that needs protected pods")
+		}
+		return why
 	}
-	for _, want := range []string{"cannot move", "prod/keep-s0l0n0", "maxUnavailable 0"} {
+	why := plan("prod")
+	for _, want := range []string{"cannot move", "keep-s0l0n0", "maxUnavailable 0"} {
 		if !contains(why, want) {
-			t.Errorf("why = %q, want it to name %q", why, want)
+			t.Errorf("to its own namespace, why = %q, want it to name %q", why, want)
+		}
+	}
+	why = plan("research")
+	if !contains(why, "4 production pods that cannot move: 4 of other namespaces") {
+		t.Errorf("to another namespace, why = %q, want it to count the pods", why)
+	}
+	for _, secret := range []string{"prod/", "keep", "PodDisruptionBudget"} {
+		if contains(why, secret) {
+			t.Errorf("to another namespace, why = %q names %q", why, secret)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
@@ -38,11 +39,52 @@ type Classes struct {
 	// OverflowTaintKey is the taint overflow nodes carry; pods that
 	// tolerate it may run there.
 	OverflowTaintKey string
+	// ResearchNamespaces and ProductionNamespaces select the namespaces
+	// each class may be used in (the tenancy policy); a pod of a class
+	// outside them is neither research nor production.
+	ResearchNamespaces, ProductionNamespaces labels.Selector
+	// Namespace reads a namespace's labels (found false: it does not
+	// exist, or is not known yet, and so is in no class's namespaces). Nil
+	// when both selectors select everything.
+	Namespace func(name string) (labels.Set, bool)
 }
 
-// ClassesFrom builds Classes from a plugin's overflow args.
-func ClassesFrom(cfg *config.OverflowConfig) (*Classes, error) {
-	return NewClasses(cfg.ResearchPriorityClasses, cfg.ProductionPriorityClasses, cfg.OverflowNodeSelector, cfg.OverflowTaintKey)
+// The namespace labels the shipped configuration's tenancy policy selects
+// (manifests/scheduler-config.yaml, the chart's values), each "true".
+const (
+	ResearchNamespaceLabel   = "sluice.dev/research"
+	ProductionNamespaceLabel = "sluice.dev/production"
+)
+
+// Settings that name the tenancy policy in what sluice says.
+const (
+	ResearchNamespacesSetting   = "overflow.researchNamespaces"
+	ProductionNamespacesSetting = "overflow.productionNamespaces"
+)
+
+// ClassesFrom builds Classes from a plugin's overflow args; namespace
+// reads a namespace's labels (see Classes.Namespace).
+func ClassesFrom(cfg *config.OverflowConfig, namespace func(string) (labels.Set, bool)) (*Classes, error) {
+	c, err := NewClasses(cfg.ResearchPriorityClasses, cfg.ProductionPriorityClasses, cfg.OverflowNodeSelector, cfg.OverflowTaintKey)
+	if err != nil {
+		return nil, err
+	}
+	if c.ResearchNamespaces, err = namespaceSelector(cfg.ResearchNamespaces); err != nil {
+		return nil, fmt.Errorf("researchNamespaces: %w", err)
+	}
+	if c.ProductionNamespaces, err = namespaceSelector(cfg.ProductionNamespaces); err != nil {
+		return nil, fmt.Errorf("productionNamespaces: %w", err)
+	}
+	c.Namespace = namespace
+	return c, nil
+}
+
+// namespaceSelector is everything for nil.
+func namespaceSelector(sel *metav1.LabelSelector) (labels.Selector, error) {
+	if sel == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(sel)
 }
 
 // NewClasses builds Classes; selector is a label selector string such as
@@ -52,14 +94,47 @@ func NewClasses(research, production []string, selector, taintKey string) (*Clas
 	if err != nil {
 		return nil, fmt.Errorf("overflow node selector %q: %w", selector, err)
 	}
-	return &Classes{Research: sets.New(research...), Production: sets.New(production...), OverflowNodes: sel, OverflowTaintKey: taintKey}, nil
+	return &Classes{Research: sets.New(research...), Production: sets.New(production...), OverflowNodes: sel, OverflowTaintKey: taintKey,
+		ResearchNamespaces: labels.Everything(), ProductionNamespaces: labels.Everything()}, nil
 }
 
-// IsResearch reports whether the pod is research (by PriorityClass).
-func (c *Classes) IsResearch(pod *v1.Pod) bool { return c.Research.Has(pod.Spec.PriorityClassName) }
+// IsResearch reports whether the pod is research: of a research
+// PriorityClass, in a namespace research may use.
+func (c *Classes) IsResearch(pod *v1.Pod) bool {
+	return c.Research.Has(pod.Spec.PriorityClassName) && c.allows(c.ResearchNamespaces, pod.Namespace)
+}
 
-// IsProduction reports whether the pod is production (by PriorityClass).
-func (c *Classes) IsProduction(pod *v1.Pod) bool { return c.Production.Has(pod.Spec.PriorityClassName) }
+// IsProduction reports whether the pod is production: of a production
+// PriorityClass, in a namespace production may use.
+func (c *Classes) IsProduction(pod *v1.Pod) bool {
+	return c.Production.Has(pod.Spec.PriorityClassName) && c.allows(c.ProductionNamespaces, pod.Namespace)
+}
+
+// Refused names the setting that keeps a pod of a research or production
+// PriorityClass out of its class (its namespace is not selected), or is
+// empty.
+func (c *Classes) Refused(pod *v1.Pod) string {
+	switch class := pod.Spec.PriorityClassName; {
+	case c.Research.Has(class) && !c.allows(c.ResearchNamespaces, pod.Namespace):
+		return ResearchNamespacesSetting
+	case c.Production.Has(class) && !c.allows(c.ProductionNamespaces, pod.Namespace):
+		return ProductionNamespacesSetting
+	}
+	return ""
+}
+
+// allows reports whether sel selects the namespace; a namespace not known
+// is selected only by a selector of everything (fail safe).
+func (c *Classes) allows(sel labels.Selector, namespace string) bool {
+	if sel == nil || sel.Empty() {
+		return true
+	}
+	if c.Namespace == nil {
+		return false
+	}
+	set, ok := c.Namespace(namespace)
+	return ok && sel.Matches(set)
+}
 
 // ClassOf names a pod's class: "research", "production" or "other".
 func (c *Classes) ClassOf(pod *v1.Pod) string {

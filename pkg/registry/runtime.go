@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -212,7 +213,7 @@ func (rt *Runtime) build() error {
 	if rt.tracker, err = fabric.NewTracker(source, informers.Core().V1().Nodes().Informer()); err != nil {
 		return err
 	}
-	if rt.classes, err = overflow.ClassesFrom(&overflowCfg); err != nil {
+	if rt.classes, err = overflow.ClassesFrom(&overflowCfg, namespaceLabels(informers, &overflowCfg)); err != nil {
 		return fmt.Errorf("%s: %w", orPath(rt.stated.overflow.path, "overflow"), err)
 	}
 	gpu := v1.ResourceName(rt.fabricCfg.GPUResourceName)
@@ -677,4 +678,21 @@ func defaultReturn() config.ReturnConfig {
 	var out config.ReturnConfig
 	_ = configv1.Convert_v1_ReturnConfig_To_config_ReturnConfig(&in, &out, nil)
 	return out
+}
+
+// namespaceLabels reads namespaces' labels from the scheduler's informer,
+// for the tenancy policy; nil (no informer) when the policy selects every
+// namespace.
+func namespaceLabels(factory informers.SharedInformerFactory, cfg *config.OverflowConfig) func(string) (labels.Set, bool) {
+	if cfg.ResearchNamespaces == nil && cfg.ProductionNamespaces == nil {
+		return nil
+	}
+	lister := factory.Core().V1().Namespaces().Lister()
+	return func(name string) (labels.Set, bool) {
+		ns, err := lister.Get(name)
+		if err != nil {
+			return nil, false
+		}
+		return ns.Labels, true
+	}
 }

@@ -12,9 +12,11 @@
 package requeue
 
 import (
+	"maps"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -69,4 +71,21 @@ func Activate(logger klog.Logger, a Activator, why string, pods map[string]*v1.P
 	}
 	logger.V(4).Info("Requeueing pods", "pods", len(pods), "why", why)
 	a.Activate(logger, pods)
+}
+
+// OnNamespaceLabels calls f when a namespace is added or its labels
+// change: the tenancy policy selects namespaces by label, so pods it
+// turned away may now be let in (and the queue watches no namespaces).
+func OnNamespaceLabels(informer cache.SharedIndexInformer, f func()) error {
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { f() },
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*v1.Namespace)
+			cur, ok2 := newObj.(*v1.Namespace)
+			if ok1 && ok2 && !maps.Equal(old.Labels, cur.Labels) {
+				f()
+			}
+		},
+	})
+	return err
 }

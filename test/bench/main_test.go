@@ -138,7 +138,10 @@ func writeSchedulerConfigs(shipped string) error {
 	}
 	// The return waits seconds, not minutes, before and between its waves,
 	// as in the demo: the ResearchClaim workload measures the return too.
-	if data, err = registry.MergePluginArgs(data, map[string]map[string]any{"OverflowPreemption": {"return": benchReturn}}); err != nil {
+	// scheduler_perf creates its namespaces without labels: the tenancy
+	// policy selects every namespace by the label each one has, so its
+	// lookups are still made per pod.
+	if data, err = registry.MergePluginArgs(data, map[string]map[string]any{"OverflowPreemption": {"return": benchReturn, "overflow": benchTenancy}}); err != nil {
 		return fmt.Errorf("%s: %w", shipped, err)
 	}
 	var cfg map[string]any
@@ -184,6 +187,16 @@ func writeSchedulerConfigs(shipped string) error {
 // configurations (the shipped waits are 120 s before the first wave and
 // 30 s between waves of 10 pods).
 var benchReturn = map[string]any{"hysteresisSeconds": 5, "minWaveIntervalSeconds": 1, "pollIntervalSeconds": 1, "maxPodsPerWave": 500}
+
+// benchTenancy lets every namespace run research and production.
+var benchTenancy = map[string]any{
+	"researchNamespaces":   everyNamespace(),
+	"productionNamespaces": everyNamespace(),
+}
+
+func everyNamespace() map[string]any {
+	return map[string]any{"matchLabels": nil, "matchExpressions": []any{map[string]any{"key": "kubernetes.io/metadata.name", "operator": "Exists"}}}
+}
 
 // profilesWith is the profiles of config with the OverflowPreemption
 // plugin's claims args patched.

@@ -39,6 +39,27 @@ func LoadShippedConfig(t testing.TB) *SchedulerConfig {
 	return cfg
 }
 
+// PluginArgs decodes the args of plugin in profile into args (a v1 args
+// object), to change some of them and set them back with SetPluginArgs. It
+// fails the test when the plugin has no args there.
+func PluginArgs(t testing.TB, cfg *SchedulerConfig, profile, plugin string, args runtime.Object) {
+	t.Helper()
+	for _, p := range cfg.Profiles {
+		if ptr.Deref(p.SchedulerName, "") != profile {
+			continue
+		}
+		for _, pc := range p.PluginConfig {
+			if pc.Name == plugin && pc.Args.Raw != nil {
+				if err := yaml.Unmarshal(pc.Args.Raw, args); err != nil {
+					t.Fatalf("decoding the args of %s in %s: %v", plugin, profile, err)
+				}
+				return
+			}
+		}
+	}
+	t.Fatalf("no args of %s in profile %q of the scheduler config", plugin, profile)
+}
+
 // SetPluginArgs replaces the args of plugin in profile with args (a v1 args
 // object, e.g. &v1.FabricTopologyArgs{...}). It fails the test when the
 // profile does not exist.

@@ -214,6 +214,14 @@ type OverflowConfig struct {
 	// OverflowTaintKey is the taint key of overflow nodes; production pods
 	// that tolerate it are overflow-eligible.
 	OverflowTaintKey string
+	// ResearchNamespaces selects the namespaces whose pods may be research
+	// (and so claim production's GPUs); a research-class pod elsewhere is
+	// neither research nor production. Nil: every namespace.
+	ResearchNamespaces *metav1.LabelSelector
+	// ProductionNamespaces selects the namespaces whose pods may be
+	// production (and so be moved to the overflow nodes); a
+	// production-class pod elsewhere is neither. Nil: every namespace.
+	ProductionNamespaces *metav1.LabelSelector
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

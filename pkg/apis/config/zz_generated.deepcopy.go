@@ -9,6 +9,7 @@
 package config
 
 import (
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -209,6 +210,16 @@ func (in *OverflowConfig) DeepCopyInto(out *OverflowConfig) {
 		in, out := &in.ProductionPriorityClasses, &out.ProductionPriorityClasses
 		*out = make([]string, len(*in))
 		copy(*out, *in)
+	}
+	if in.ResearchNamespaces != nil {
+		in, out := &in.ResearchNamespaces, &out.ResearchNamespaces
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.ProductionNamespaces != nil {
+		in, out := &in.ProductionNamespaces, &out.ProductionNamespaces
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
 	}
 	return
 }

@@ -150,7 +150,7 @@ func (pl *Planner) Plan(tree *fabric.Tree, nodes []fwk.NodeInfo, req Request) (*
 			pinned = append(pinned, i)
 		}
 	}
-	c, why, ok := overflow.PlanClaim(tree, states, overflow.Request{Shape: shape, Pods: len(req.Claimants), MaxLevel: maxLevel, Pinned: pinned}, room)
+	c, why, ok := overflow.PlanClaim(tree, states, overflow.Request{Shape: shape, Pods: len(req.Claimants), MaxLevel: maxLevel, Pinned: pinned, Namespace: req.Claimants[0].Namespace}, room)
 	if !ok {
 		return nil, why, c.Blocking
 	}

@@ -194,7 +194,7 @@ func TestPlan(t *testing.T) {
 		name: "a gang that requires a leaf gets none, and the pod that alone stands in the way is named", overflow: 64,
 		budgets: budgets{"serve-l0n1-0": "PodDisruptionBudget serve allows no disruption", "serve-l1n1-0": "PodDisruptionBudget serve allows no disruption"},
 		fabric:  gang.FabricRequest{Level: "leaf", Mode: config.FabricModeRequired},
-		wantWhy: "allows no disruption", wantBlocking: []string{"serve-l0n1-0"},
+		wantWhy: "1 production pods that cannot move: 1 of other namespaces", wantBlocking: []string{"serve-l0n1-0"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -244,6 +244,15 @@ func (pl *InferencePacking) ready() error {
 		if pl.initErr = pl.watchOffers(); pl.initErr != nil {
 			return
 		}
+		if pl.classes.Namespace != nil {
+			// Production turned away from the overflow nodes by the
+			// tenancy policy may run there once its namespace is labelled.
+			if pl.initErr = requeue.OnNamespaceLabels(pl.handle.SharedInformerFactory().Core().V1().Namespaces().Informer(), func() {
+				pl.waiting.ActivateAll(klog.Background(), "a namespace's labels changed (the tenancy policy)")
+			}); pl.initErr != nil {
+				return
+			}
+		}
 		if pl.store != nil {
 			// A claim that ends, or is given up, frees its nodes.
 			retry := func(any) { pl.waiting.ActivateAll(klog.Background(), "a research claim ended or changed") }
@@ -380,8 +389,12 @@ func (pl *InferencePacking) PreFilter(_ context.Context, state fwk.CycleState, p
 			}
 			s.held = pl.store.ReservationsFor(owner)
 		}
+		notProduction := pl.notProduction(pod)
 		for name, o := range offers {
 			err := o.err
+			if err == nil {
+				err = notProduction
+			}
 			if err == nil {
 				err = o.offer.CanRun(pod)
 			}
@@ -400,6 +413,20 @@ func (pl *InferencePacking) PreFilter(_ context.Context, state fwk.CycleState, p
 	}
 	state.Write(preFilterStateKey, s)
 	return result, nil
+}
+
+// notProduction says why a pod that tolerates the overflow nodes may not
+// run there: only production does, and only in its namespaces (the
+// tenancy policy), since an overflow node runs its pods, and their
+// Secrets, at external providers.
+func (pl *InferencePacking) notProduction(pod *v1.Pod) error {
+	if pl.classes.IsProduction(pod) {
+		return nil
+	}
+	if setting := pl.classes.Refused(pod); setting != "" {
+		return fmt.Errorf("namespace %s is not in %s, so its pods of PriorityClass %s are not production", pod.Namespace, setting, pod.Spec.PriorityClassName)
+	}
+	return fmt.Errorf("only production runs on overflow nodes, and PriorityClass %q is not production", pod.Spec.PriorityClassName)
 }
 
 // Narrowing: the scheduler filters nodes, from where it stopped in the

@@ -47,8 +47,9 @@ func (pl *OverflowPreemption) planFor(pods []*v1.Pod, pinned []string, req gang.
 const maxStayEvents = 50
 
 // stays tells production pods that cannot move why they stay while a
-// research claim needs their room.
-func (pl *OverflowPreemption) stays(pods []overflow.Blocked, claimant string) {
+// research claim (claimant, of namespace) needs their room; the claimant
+// is named only to its own namespace.
+func (pl *OverflowPreemption) stays(pods []overflow.Blocked, namespace, claimant string) {
 	rec := pl.handle.EventRecorder()
 	if rec == nil {
 		return
@@ -57,21 +58,30 @@ func (pl *OverflowPreemption) stays(pods []overflow.Blocked, claimant string) {
 		if i == maxStayEvents {
 			break
 		}
-		rec.Eventf(b.Pod, nil, v1.EventTypeWarning, ReasonStays, "Preempting", "not moved to an overflow node for research %s: %s", claimant, b.Why)
+		research := "research"
+		if b.Pod.Namespace == namespace {
+			research += " " + claimant
+		}
+		rec.Eventf(b.Pod, nil, v1.EventTypeWarning, ReasonStays, "Preempting", "not moved to an overflow node for %s: %s", research, b.Why)
 	}
 }
 
-// passedOver says how many production pods could not move, and names a
-// few, for the research pods' Event.
-func passedOver(pods []overflow.Blocked) string {
+// passedOver says how many production pods could not move, for the
+// research pods' Event (in namespace viewer), naming a few of the
+// viewer's own.
+func passedOver(viewer string, pods []overflow.Blocked) string {
 	if len(pods) == 0 {
 		return ""
 	}
-	names := make([]string, 0, 3)
-	for _, b := range pods[:min(3, len(pods))] {
-		names = append(names, b.Pod.Namespace+"/"+b.Pod.Name)
+	blocked := make([]*v1.Pod, len(pods))
+	for i, b := range pods {
+		blocked[i] = b.Pod
 	}
-	return fmt.Sprintf("; %d production pods no overflow provider can run were passed over (%s: %s)", len(pods), strings.Join(names, ", "), pods[0].Why)
+	msg := fmt.Sprintf("; %s no overflow provider can run were passed over", describe(viewer, blocked))
+	if pods[0].Pod.Namespace == viewer {
+		msg += " (" + pods[0].Pod.Name + ": " + pods[0].Why + ")"
+	}
+	return msg
 }
 
 // start records a plan as a ResearchClaim in the apiserver (the claim
@@ -83,8 +93,9 @@ func (pl *OverflowPreemption) start(ctx context.Context, key string, owner metav
 		return nil, err
 	}
 	victims := p.Victims()
-	msg := fmt.Sprintf("claiming %s: %s move to overflow nodes, each budget paced on its own (claim %s)%s", p.Claim.Domain.Name, describe(victims), created.Name, passedOver(p.Unportable))
-	pl.stays(p.Stays(p.Unportable), key)
+	ns := created.Namespace
+	msg := fmt.Sprintf("claiming %s: %s move to overflow nodes, each budget paced on its own (claim %s)%s", p.Claim.Domain.Name, describe(ns, victims), created.Name, passedOver(ns, p.Unportable))
+	pl.stays(p.Stays(p.Unportable), ns, key)
 	if rec := pl.handle.EventRecorder(); rec != nil {
 		for _, cl := range claimants {
 			rec.Eventf(cl, nil, v1.EventTypeNormal, ReasonClaiming, "Preempting", "%s", msg)
@@ -94,15 +105,27 @@ func (pl *OverflowPreemption) start(ctx context.Context, key string, owner metav
 	return created, nil
 }
 
-func describe(victims []*v1.Pod) string {
-	names := make([]string, 0, len(victims))
-	for _, v := range victims {
-		names = append(names, v.Namespace+"/"+v.Name)
+// describe counts production pods for namespace viewer, naming the
+// first few of its own; those of other namespaces are only counted.
+func describe(viewer string, pods []*v1.Pod) string {
+	var names []string
+	other := 0
+	for _, p := range pods {
+		switch {
+		case p.Namespace != viewer:
+			other++
+		case len(names) < 6:
+			names = append(names, p.Name)
+		}
 	}
-	if len(names) > 6 {
-		names = append(names[:6], fmt.Sprintf("and %d more", len(names)-6))
+	own := len(pods) - other
+	if own > len(names) {
+		names = append(names, fmt.Sprintf("%d more", own-len(names)))
 	}
-	return fmt.Sprintf("%d production pods (%s)", len(victims), strings.Join(names, ", "))
+	if other > 0 {
+		names = append(names, fmt.Sprintf("%d of other namespaces", other))
+	}
+	return fmt.Sprintf("%d production pods (%s)", len(pods), strings.Join(names, ", "))
 }
 
 // existing looks up the claimant key's claim: a live one is used as it is
@@ -152,6 +175,11 @@ func (pl *OverflowPreemption) postFilter(ctx context.Context, pod *v1.Pod) (*fwk
 		return nil, fwk.AsStatus(err)
 	}
 	if !pl.classes.IsResearch(pod) {
+		if setting := pl.classes.Refused(pod); setting != "" {
+			pl.waiting.Add(pod) // until its namespace's labels change
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: namespace %s is not in %s (OverflowPreemption's args), so its pods of PriorityClass %s are not research and claim nothing",
+				ReasonNotResearch, pod.Namespace, setting, pod.Spec.PriorityClassName))
+		}
 		return nil, fwk.NewStatus(fwk.Unschedulable, ReasonNotResearch+": only research pods claim room from production")
 	}
 	key := pod.Namespace + "/" + pod.Name
@@ -194,7 +222,7 @@ func (pl *OverflowPreemption) postFilter(ctx context.Context, pod *v1.Pod) (*fwk
 	}
 	p, why, blocking := pl.planFor(claimants, pinned, req)
 	if p == nil {
-		pl.stays(blocking, key)
+		pl.stays(blocking, pod.Namespace, key)
 		pl.noClaim(claimants, why)
 		return nil, fwk.NewStatus(fwk.Unschedulable, ReasonNoClaim+": "+why)
 	}
@@ -288,7 +316,7 @@ func (pl *OverflowPreemption) PodGroupPostFilter(ctx context.Context, _ fwk.PodG
 	}
 	p, why, blocking := pl.planFor(pods, members.PlacedNodes(), g.Request)
 	if p == nil {
-		pl.stays(blocking, key)
+		pl.stays(blocking, pg.Namespace, key)
 		pl.noClaim(pods, why)
 		return nil, fwk.NewStatus(fwk.Unschedulable, ReasonNoClaim+": "+why)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-sched/sluice/pkg/overflow"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
+	"github.com/sluice-sched/sluice/pkg/requeue"
 )
 
 // watchOverflowRoom retries the research pods that could not claim room
@@ -29,6 +30,13 @@ func (pl *OverflowPreemption) watchOverflowRoom(ctx context.Context) error {
 	pl.store.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { retry(o) }, DeleteFunc: retry})
 	informers := pl.handle.SharedInformerFactory()
 	classes := pl.classes
+	if classes.Namespace != nil {
+		if err := requeue.OnNamespaceLabels(informers.Core().V1().Namespaces().Informer(), func() {
+			pl.waiting.ActivateAll(logger, "a namespace's labels changed (the tenancy policy)")
+		}); err != nil {
+			return err
+		}
+	}
 	if _, err := informers.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if n, ok := obj.(*v1.Node); ok && classes.IsOverflowNode(n) && overflow.NodeReady(n) {

@@ -76,15 +76,17 @@ func startSchedulerWith(t *testing.T, cp *harness.ControlPlane, hysteresis int64
 func schedulerConfig(t *testing.T, hysteresis int64, claims *configv1.ClaimsConfig) *harness.SchedulerConfig {
 	t.Helper()
 	cfg := harness.LoadShippedConfig(t)
-	harness.SetPluginArgs(t, cfg, "sluice-research", "OverflowPreemption", &configv1.OverflowPreemptionArgs{
-		Claims: claims,
-		Return: &configv1.ReturnConfig{
-			HysteresisSeconds:      ptr.To(hysteresis),
-			MaxPodsPerWave:         ptr.To[int32](64),
-			MinWaveIntervalSeconds: ptr.To[int64](0),
-			PollIntervalSeconds:    ptr.To[int64](1),
-		},
-	})
+	// The shipped overflow block (classes, tenancy policy) stays.
+	args := &configv1.OverflowPreemptionArgs{}
+	harness.PluginArgs(t, cfg, "sluice-research", "OverflowPreemption", args)
+	args.Claims = claims
+	args.Return = &configv1.ReturnConfig{
+		HysteresisSeconds:      ptr.To(hysteresis),
+		MaxPodsPerWave:         ptr.To[int32](64),
+		MinWaveIntervalSeconds: ptr.To[int64](0),
+		PollIntervalSeconds:    ptr.To[int64](1),
+	}
+	harness.SetPluginArgs(t, cfg, "sluice-research", "OverflowPreemption", args)
 	return cfg
 }
 

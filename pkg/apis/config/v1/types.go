@@ -212,6 +212,14 @@ type OverflowConfig struct {
 	// OverflowTaintKey is tolerated by overflow-eligible production.
 	// Default: virtual-kubelet.io/provider.
 	OverflowTaintKey *string `json:"overflowTaintKey,omitempty"`
+	// ResearchNamespaces selects the namespaces whose pods may be research
+	// and so claim; a research-class pod elsewhere is neither research nor
+	// production for sluice. Default: every namespace.
+	ResearchNamespaces *metav1.LabelSelector `json:"researchNamespaces,omitempty"`
+	// ProductionNamespaces selects the namespaces whose pods may be
+	// production and so be moved to the overflow nodes. Default: every
+	// namespace.
+	ProductionNamespaces *metav1.LabelSelector `json:"productionNamespaces,omitempty"`
 }
 
 // +k8s:defaulter-gen=true

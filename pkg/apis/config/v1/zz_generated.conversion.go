@@ -402,6 +402,8 @@ func autoConvert_v1_OverflowConfig_To_config_OverflowConfig(in *OverflowConfig, 
 	if err := metav1.Convert_Pointer_string_To_string(&in.OverflowTaintKey, &out.OverflowTaintKey, s); err != nil {
 		return err
 	}
+	out.ResearchNamespaces = (*metav1.LabelSelector)(unsafe.Pointer(in.ResearchNamespaces))
+	out.ProductionNamespaces = (*metav1.LabelSelector)(unsafe.Pointer(in.ProductionNamespaces))
 	return nil
 }
 
@@ -419,6 +421,8 @@ func autoConvert_config_OverflowConfig_To_v1_OverflowConfig(in *config.OverflowC
 	if err := metav1.Convert_string_To_Pointer_string(&in.OverflowTaintKey, &out.OverflowTaintKey, s); err != nil {
 		return err
 	}
+	out.ResearchNamespaces = (*metav1.LabelSelector)(unsafe.Pointer(in.ResearchNamespaces))
+	out.ProductionNamespaces = (*metav1.LabelSelector)(unsafe.Pointer(in.ProductionNamespaces))
 	return nil
 }
 

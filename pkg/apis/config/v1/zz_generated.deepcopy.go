@@ -9,6 +9,7 @@
 package v1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	intstr "k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -233,6 +234,16 @@ func (in *OverflowConfig) DeepCopyInto(out *OverflowConfig) {
 		in, out := &in.OverflowTaintKey, &out.OverflowTaintKey
 		*out = new(string)
 		**out = **in
+	}
+	if in.ResearchNamespaces != nil {
+		in, out := &in.ResearchNamespaces, &out.ResearchNamespaces
+		*out = new(metav1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.ProductionNamespaces != nil {
+		in, out := &in.ProductionNamespaces, &out.ProductionNamespaces
+		*out = new(metav1.LabelSelector)
+		(*in).DeepCopyInto(*out)
 	}
 	return
 }

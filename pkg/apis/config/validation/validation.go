@@ -257,6 +257,9 @@ func ValidateOverflowConfig(path *field.Path, c *config.OverflowConfig) field.Er
 	if _, err := labels.Parse(c.OverflowNodeSelector); err != nil {
 		errs = append(errs, field.Invalid(path.Child("overflowNodeSelector"), c.OverflowNodeSelector, err.Error()))
 	}
+	opts := metav1validation.LabelSelectorValidationOptions{}
+	errs = append(errs, metav1validation.ValidateLabelSelector(c.ResearchNamespaces, opts, path.Child("researchNamespaces"))...)
+	errs = append(errs, metav1validation.ValidateLabelSelector(c.ProductionNamespaces, opts, path.Child("productionNamespaces"))...)
 	if c.OverflowTaintKey == "" {
 		errs = append(errs, field.Required(path.Child("overflowTaintKey"), ""))
 	} else {

@@ -4,6 +4,7 @@
 package validation
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"strings"
 	"testing"
@@ -80,6 +81,10 @@ func TestValidate(t *testing.T) {
 		{"bad overflow selector", ValidateInferencePackingArgs(path, &config.InferencePackingArgs{Overflow: &config.OverflowConfig{
 			ResearchPriorityClasses: []string{"r"}, ProductionPriorityClasses: []string{"p"}, OverflowNodeSelector: "x==y==z", OverflowTaintKey: "t"}}),
 			"args.overflow.overflowNodeSelector: Invalid value"},
+		{"bad research namespaces", ValidateOverflowPreemptionArgs(path, &config.OverflowPreemptionArgs{Overflow: &config.OverflowConfig{
+			ResearchPriorityClasses: []string{"r"}, ProductionPriorityClasses: []string{"p"}, OverflowNodeSelector: "x=y", OverflowTaintKey: "t",
+			ResearchNamespaces: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}}}}),
+			"args.overflow.researchNamespaces.matchExpressions[0].operator: Invalid value"},
 		{"claim timeout zero", ValidateOverflowPreemptionArgs(path, &config.OverflowPreemptionArgs{Claims: &config.ClaimsConfig{}}),
 			"args.claims.waveTimeoutSeconds: Invalid value: 0"},
 		{"return poll zero", ValidateOverflowPreemptionArgs(path, &config.OverflowPreemptionArgs{Return: withReturn(func(c *config.ReturnConfig) { c.PollIntervalSeconds = 0 })}),
