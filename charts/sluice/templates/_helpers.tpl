@@ -69,3 +69,42 @@ imagePullPolicy: {{ . }}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{- /*
+sluice.selectorCEL: a LabelSelector (matchLabels, matchExpressions) as a CEL
+expression over variables.nsLabels, the labels of the request's namespace.
+An empty selector is "true", as a LabelSelector selects everything.
+*/ -}}
+{{- define "sluice.selectorCEL" -}}
+{{- $terms := list -}}
+{{- range $k, $v := (.matchLabels | default dict) -}}
+{{- $terms = append $terms (printf "(%s in variables.nsLabels && variables.nsLabels[%s] == %s)" (toJson $k) (toJson $k) (toJson $v)) -}}
+{{- end -}}
+{{- range (.matchExpressions | default list) -}}
+{{- $k := toJson .key -}}
+{{- $values := list -}}
+{{- range (.values | default list) -}}{{- $values = append $values (toJson .) -}}{{- end -}}
+{{- if eq .operator "In" -}}
+{{- $terms = append $terms (printf "(%s in variables.nsLabels && variables.nsLabels[%s] in [%s])" $k $k (join ", " $values)) -}}
+{{- else if eq .operator "NotIn" -}}
+{{- $terms = append $terms (printf "(!(%s in variables.nsLabels) || !(variables.nsLabels[%s] in [%s]))" $k $k (join ", " $values)) -}}
+{{- else if eq .operator "Exists" -}}
+{{- $terms = append $terms (printf "(%s in variables.nsLabels)" $k) -}}
+{{- else if eq .operator "DoesNotExist" -}}
+{{- $terms = append $terms (printf "!(%s in variables.nsLabels)" $k) -}}
+{{- else -}}
+{{- fail (printf "config.overflow: matchExpressions operator %q is not In, NotIn, Exists or DoesNotExist" .operator) -}}
+{{- end -}}
+{{- end -}}
+{{- if $terms -}}{{ join " && " $terms }}{{- else -}}true{{- end -}}
+{{- end -}}
+
+{{- /*
+sluice.claimWriters: the users that may write ResearchClaims, as CEL string
+literals: the scheduler's ServiceAccount and admissionPolicy.claimWriters.
+*/ -}}
+{{- define "sluice.claimWriters" -}}
+{{- $writers := list (toJson (printf "system:serviceaccount:%s:sluice-scheduler" .Release.Namespace)) -}}
+{{- range .Values.admissionPolicy.claimWriters -}}{{- $writers = append $writers (toJson .) -}}{{- end -}}
+{{- join ", " $writers -}}
+{{- end -}}

@@ -34,6 +34,13 @@ func TestShippedDeploymentOnStockCluster(t *testing.T) {
 // without the native Workload API, the scheduler run with the rendered
 // Deployment's arguments and ConfigMap as the rendered ServiceAccount.
 func TestHelmChartOnStockCluster(t *testing.T) {
+	runShipped(t, chartObjects(t), false)
+}
+
+// chartObjects are what `helm install` of the chart with its defaults
+// creates in sluice-system: the namespace, its CRDs and its templates.
+func chartObjects(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
 	root := harness.ModuleRoot(t)
 	objs := harness.DecodeYAML(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: sluice-system}\n"))
 	crds, err := filepath.Glob(filepath.Join(root, "charts", "sluice", "crds", "*.yaml"))
@@ -47,8 +54,7 @@ func TestHelmChartOnStockCluster(t *testing.T) {
 		}
 		objs = append(objs, harness.DecodeYAML(t, data)...)
 	}
-	objs = append(objs, harness.DecodeYAML(t, harness.Helm(t, "template", "sluice", "charts/sluice", "-n", "sluice-system"))...)
-	runShipped(t, objs, false)
+	return append(objs, harness.DecodeYAML(t, harness.Helm(t, "template", "sluice", "charts/sluice", "-n", "sluice-system"))...)
 }
 
 // runShipped creates objs on a stock control plane and runs the real

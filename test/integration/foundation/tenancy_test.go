@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+package foundation
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
+	"github.com/sluice-sched/sluice/test/harness"
+)
+
+// TestTenancyPolicyAtTheAPI installs the chart with its defaults on a
+// real apiserver and acts as a tenant who may create pods anywhere and
+// ResearchClaims (RBAC granted too widely, as happens): the chart's
+// ValidatingAdmissionPolicy refuses the research and production
+// PriorityClasses outside the namespaces of the scheduler's tenancy
+// policy, naming the setting, and every ResearchClaim write but the
+// scheduler's own. The shipped research class lets no other scheduler
+// preempt: its pods carry preemptionPolicy Never.
+func TestTenancyPolicyAtTheAPI(t *testing.T) {
+	cp := harness.StartStockControlPlane(t)
+	harness.CreateObjects(t, cp, chartObjects(t))
+	ctx := context.Background()
+	research := harness.NewNamespace(t, cp.Client) // labelled for both classes
+	tenant := "tenant-" + harness.NewNameSuffix()  // labelled for neither
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	harness.OwnNamespace(t, cp.Client, tenant)
+	grant(t, cp, "alice", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"researchclaims", "researchclaims/status"}, Verbs: []string{"*"}})
+	alice := clientsAs(t, cp, "alice", "system:authenticated")
+	scheduler := clientsAs(t, cp, "system:serviceaccount:sluice-system:sluice-scheduler", "system:serviceaccounts", "system:serviceaccounts:sluice-system", "system:authenticated")
+
+	pod := func(ns, name, class string) error {
+		_, err := alice.kube.CoreV1().Pods(ns).Create(ctx, harness.Pod(ns, name).PriorityClass(class).Obj(), metav1.CreateOptions{})
+		return err
+	}
+	refused := func(err error, what string, want ...string) {
+		t.Helper()
+		if !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+			t.Errorf("%s: got %v, want it refused by the admission policy", what, err)
+			return
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: refused with %q, which does not name %q", what, err, w)
+			}
+		}
+	}
+	// The policy is in force once it refuses: the apiserver compiles it
+	// after it is created.
+	harness.Eventually(t, harness.DefaultTimeout, func(context.Context) (bool, error) {
+		err := pod(tenant, "intruder", "research")
+		if err == nil {
+			return false, cp.Client.CoreV1().Pods(tenant).Delete(ctx, "intruder", metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		}
+		return true, nil
+	}, func() string { return "a research pod in namespace " + tenant + " (no tenancy labels) is still admitted" })
+	refused(pod(tenant, "intruder", "research"), "a research pod outside the research namespaces", "overflow.researchNamespaces", tenant)
+	refused(pod(tenant, "spill", "production"), "a production pod outside the production namespaces", "overflow.productionNamespaces", tenant)
+	if err := pod(tenant, "plain", ""); err != nil {
+		t.Errorf("a pod of no class in %s: %v, want it admitted", tenant, err)
+	}
+	if err := pod(research, "train", "research"); err != nil {
+		t.Fatalf("a research pod in a research namespace: %v", err)
+	}
+	got, err := cp.Client.CoreV1().Pods(research).Get(ctx, "train", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got.Spec.PreemptionPolicy; p == nil || *p != v1.PreemptNever {
+		t.Errorf("a pod of the shipped research class has preemptionPolicy %v, want Never: the default scheduler would preempt production for it", p)
+	}
+
+	claim := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": "ResearchClaim",
+		"metadata": map[string]any{"name": "c", "namespace": research},
+		"spec": map[string]any{"key": research + "/train", "domain": "l1", "timeoutSeconds": int64(600),
+			"claimants": []any{map[string]any{"name": "train", "uid": string(got.UID), "node": "n1"}}, "victims": []any{}},
+	}}
+	claims := func(c clients) dynamic.ResourceInterface { return c.dyn.Resource(v1alpha1.Resource).Namespace(research) }
+	const byScheduler = "written by the sluice scheduler only"
+	_, err = claims(alice).Create(ctx, claim, metav1.CreateOptions{})
+	refused(err, "a ResearchClaim created by a tenant", byScheduler)
+	created, err := claims(scheduler).Create(ctx, claim, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a ResearchClaim created by the scheduler: %v", err)
+	}
+	created.Object["status"] = map[string]any{"phase": "Freed"}
+	_, err = claims(alice).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	refused(err, "a ResearchClaim's status written by a tenant", byScheduler)
+	refused(claims(alice).Delete(ctx, "c", metav1.DeleteOptions{}), "a ResearchClaim deleted by a tenant", byScheduler)
+	if err := claims(scheduler).Delete(ctx, "c", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("a ResearchClaim deleted by the scheduler: %v", err)
+	}
+}
+
+type clients struct {
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+}
+
+// clientsAs reach cp as user, in groups (impersonated).
+func clientsAs(t *testing.T, cp *harness.ControlPlane, user string, groups ...string) clients {
+	t.Helper()
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clients{kube, dyn}
+}
+
+// grant gives user rules cluster-wide, until the test ends.
+func grant(t *testing.T, cp *harness.ControlPlane, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	name := "test-" + user + "-" + harness.NewNameSuffix()
+	if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
