@@ -68,7 +68,9 @@ func TestTenancyPolicyAtTheAPI(t *testing.T) {
 			return false, cp.Client.CoreV1().Pods(tenant).Delete(ctx, "intruder", metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
 		}
 		return true, nil
-	}, func() string { return "a research pod in namespace " + tenant + " (no tenancy labels) is still admitted" })
+	}, func() string {
+		return "a research pod in namespace " + tenant + " (no tenancy labels) is still admitted"
+	})
 	refused(pod(tenant, "intruder", "research"), "a research pod outside the research namespaces", "overflow.researchNamespaces", tenant)
 	refused(pod(tenant, "spill", "production"), "a production pod outside the production namespaces", "overflow.productionNamespaces", tenant)
 	if err := pod(tenant, "plain", ""); err != nil {
@@ -91,7 +93,9 @@ func TestTenancyPolicyAtTheAPI(t *testing.T) {
 		"spec": map[string]any{"key": research + "/train", "domain": "l1", "timeoutSeconds": int64(600),
 			"claimants": []any{map[string]any{"name": "train", "uid": string(got.UID), "node": "n1"}}, "victims": []any{}},
 	}}
-	claims := func(c clients) dynamic.ResourceInterface { return c.dyn.Resource(v1alpha1.Resource).Namespace(research) }
+	claims := func(c clients) dynamic.ResourceInterface {
+		return c.dyn.Resource(v1alpha1.Resource).Namespace(research)
+	}
 	const byScheduler = "written by the sluice scheduler only"
 	_, err = claims(alice).Create(ctx, claim, metav1.CreateOptions{})
 	refused(err, "a ResearchClaim created by a tenant", byScheduler)
