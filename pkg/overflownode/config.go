@@ -414,6 +414,9 @@ func (p *ProviderConfig) validate(path *field.Path, names sets.Set[string]) fiel
 		}
 		if p.HTTP.TokenFile != "" {
 			errs = append(errs, readable(h.Child("tokenFile"), p.HTTP.TokenFile)...)
+			if u, err := url.Parse(p.HTTP.URL); err == nil && u.Scheme != "https" {
+				errs = append(errs, field.Forbidden(h.Child("tokenFile"), "a bearer token is sent only over https; url is "+u.Scheme))
+			}
 		}
 		if p.HTTP.CAFile != "" {
 			errs = append(errs, readable(h.Child("caFile"), p.HTTP.CAFile)...)

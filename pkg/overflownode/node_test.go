@@ -579,6 +579,7 @@ func TestLoadConfig(t *testing.T) {
 		{"http without url", head + "providers:\n- {name: a, type: http, http: {url: 'ftp://x'}}\n", "providers[0].http.url: Invalid value"},
 		{"duplicate names", head + good + "- name: east\n  type: http\n  http: {url: 'https://x'}\n", "providers[1].name: Duplicate value: \"east\""},
 		{"negative quota", head + "providers:\n- name: a\n  type: http\n  quota: {nvidia.com/gpu: '-1'}\n  http: {url: 'https://x'}\n", "providers[0].quota[nvidia.com/gpu]: Invalid value"},
+		{"a token over plain http", head + "providers:\n- name: a\n  type: http\n  http: {url: 'http://x', tokenFile: " + kubeconfig + "}\n", "providers[0].http.tokenFile: Forbidden: a bearer token is sent only over https"},
 		{"bad node name", head + "nodeName: Overflow_1\n" + good, "nodeName: Invalid value: \"Overflow_1\""},
 		{"a duration of the old style", head + "reconcileInterval: 5s\n" + good, "reconcileInterval: 5s: renamed reconcileIntervalSeconds, in whole seconds"},
 		{"a duration that is not positive", head + "dispatchTimeoutSeconds: 0\n" + good, "dispatchTimeoutSeconds: Invalid value: 0: must be a positive number of seconds"},

@@ -79,6 +79,9 @@ func New(o Options) (*Client, error) {
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	if o.TokenFile != "" {
+		if u.Scheme != "https" {
+			return nil, fmt.Errorf("tokenFile: a bearer token is sent only over https, and url is %s", u.Scheme)
+		}
 		if _, err := os.Stat(o.TokenFile); err != nil {
 			return nil, fmt.Errorf("tokenFile: %w", err)
 		}

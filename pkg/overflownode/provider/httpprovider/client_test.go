@@ -51,6 +51,13 @@ func pod(name, uid string) *v1.Pod {
 func newClient(t *testing.T, srv *providerserver.Server, token string) *httpprovider.Client {
 	t.Helper()
 	opts := httpprovider.Options{URL: srv.URL + "/", Node: "sluice-overflow"}
+	if strings.HasPrefix(srv.URL, "https:") {
+		ca, err := srv.WriteCA(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.CAFile = ca
+	}
 	if token != "" {
 		opts.TokenFile = filepath.Join(t.TempDir(), "token")
 		if err := os.WriteFile(opts.TokenFile, []byte(token+"\n"), 0o600); err != nil {
@@ -66,7 +73,7 @@ func newClient(t *testing.T, srv *providerserver.Server, token string) *httpprov
 
 func TestLifecycle(t *testing.T) {
 	clk := testingclock.NewFakePassiveClock(time.Now())
-	srv := providerserver.Start(providerserver.Options{Token: "s3cret", Capacity: map[string]string{"nvidia.com/gpu": "16"}, StartDelay: 50 * time.Millisecond, Clock: clk})
+	srv := providerserver.Start(providerserver.Options{Token: "s3cret", TLS: true, Capacity: map[string]string{"nvidia.com/gpu": "16"}, StartDelay: 50 * time.Millisecond, Clock: clk})
 	defer srv.Close()
 	c := newClient(t, srv, "s3cret")
 	ctx := context.Background()
@@ -129,7 +136,7 @@ func TestLifecycle(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	srv := providerserver.Start(providerserver.Options{Token: "s3cret", Capacity: map[string]string{"nvidia.com/gpu": "16"}})
+	srv := providerserver.Start(providerserver.Options{Token: "s3cret", TLS: true, Capacity: map[string]string{"nvidia.com/gpu": "16"}})
 	defer srv.Close()
 	ctx := context.Background()
 
@@ -450,5 +457,22 @@ func TestAdopt(t *testing.T) {
 	}
 	if srv.Adoptions() != 1 || srv.Creates() != 1 {
 		t.Errorf("server saw %d adoptions and %d creates, want 1 and 1", srv.Adoptions(), srv.Creates())
+	}
+}
+
+// TestTokenOnlyOverHTTPS: a client with a bearer token and a plain http
+// URL is refused when it is built, naming the setting; the token would
+// travel in clear on every request.
+func TestTokenOnlyOverHTTPS(t *testing.T) {
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := httpprovider.New(httpprovider.Options{URL: "http://gpu-cloud.example/sluice", TokenFile: token, Node: "sluice-overflow"})
+	if err == nil || !strings.Contains(err.Error(), "https") || !strings.Contains(err.Error(), "tokenFile") {
+		t.Errorf("a token over plain http: %v, want it refused, naming tokenFile and https", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the error echoes the token: %v", err)
 	}
 }
