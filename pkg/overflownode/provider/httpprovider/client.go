@@ -113,7 +113,19 @@ func (c *Client) put(ctx context.Context, id string, pod *v1.Pod, refs provider.
 	if err != nil {
 		return err
 	}
-	return c.doWith(ctx, http.MethodPut, "/v1/workloads/"+url.PathEscape(id), nil, body, nil, hdr)
+	err = c.doWith(ctx, http.MethodPut, "/v1/workloads/"+url.PathEscape(id), nil, body, nil, hdr)
+	// A message that names a Secret's value (decoded) is not shown either.
+	var se *StatusError
+	if errors.As(err, &se) {
+		for _, o := range req.Secrets {
+			for _, v := range o.Data {
+				if len(v) >= 4 && strings.Contains(se.Message, string(v)) {
+					se.Message = notShown
+				}
+			}
+		}
+	}
+	return err
 }
 
 // Adopt puts the workload's pod: PUT /v1/workloads/{id}/pod.
@@ -281,15 +293,54 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return nil, &StatusError{Method: method, Path: path, Code: resp.StatusCode, Message: answer(data, body)}
+}
+
+// maxMessage bounds a provider's error message as the node repeats it (in
+// Events, pod status and logs).
+const maxMessage = 200
+
+// notShown stands for a provider's message that repeats the request.
+const notShown = "(the provider's message repeats the request, so it is not shown)"
+
+// answer is what is said of a provider's error answer: the message of the
+// contract's {"error": ...}, cut to maxMessage bytes, and nothing of an
+// answer in any other form; nothing either when it repeats any part of
+// the request (sent), which may carry Secrets.
+func answer(data, sent []byte) string {
 	var e Error
-	msg := strings.TrimSpace(string(data))
-	if json.Unmarshal(data, &e) == nil && e.Error != "" {
-		msg = e.Error
+	if json.Unmarshal(data, &e) != nil || strings.TrimSpace(e.Error) == "" {
+		return "(no error message in the contract's form)"
 	}
-	if len(msg) > 512 {
-		msg = msg[:512] + "..."
+	msg := strings.TrimSpace(e.Error)
+	if len(msg) > maxMessage {
+		msg = strings.ToValidUTF8(msg[:maxMessage], "") + "..."
 	}
-	return nil, &StatusError{Method: method, Path: path, Code: resp.StatusCode, Message: msg}
+	if repeats(msg, sent) {
+		return notShown
+	}
+	return msg
+}
+
+// window is the length of the pieces of a request a message may not
+// repeat.
+const window = 12
+
+// repeats reports whether msg holds any window bytes of sent.
+func repeats(msg string, sent []byte) bool {
+	if len(sent) < window || len(msg) < window {
+		return false
+	}
+	pieces := make(map[string]bool, len(msg))
+	for i := 0; i+window <= len(msg); i++ {
+		pieces[msg[i:i+window]] = true
+	}
+	for i := 0; i+window <= len(sent); i++ {
+		if pieces[string(sent[i:i+window])] {
+			return true
+		}
+	}
+	return false
 }
 
 // Logs streams GET /v1/workloads/{id}/logs (text/plain).

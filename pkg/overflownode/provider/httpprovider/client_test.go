@@ -476,3 +476,49 @@ func TestTokenOnlyOverHTTPS(t *testing.T) {
 		t.Errorf("the error echoes the token: %v", err)
 	}
 }
+
+// TestProviderErrorsEchoNoRequest: a provider whose error answer repeats
+// the request (a common framework default) must not put the pod's Secret
+// values, nor a long body, into the error the node turns into an Event.
+func TestProviderErrorsEchoNoRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		echo func(body []byte) []byte
+	}{
+		{"JSON error", func(body []byte) []byte {
+			out, _ := json.Marshal(map[string]string{"error": "invalid workload: " + string(body)})
+			return out
+		}},
+		{"plain text", func(body []byte) []byte { return append([]byte("bad request: "), body...) }},
+		{"a Secret's value, decoded", func([]byte) []byte { return []byte(`{"error":"the token hf_TOPSECRET42 is not valid here"}`) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write(tc.echo(body))
+			}))
+			defer srv.Close()
+			ca := filepath.Join(t.TempDir(), "ca.crt")
+			if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := httpprovider.New(httpprovider.Options{URL: srv.URL, CAFile: ca, Node: "sluice-overflow", Secrets: true, ConfigMaps: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := pod("llm-0", "e")
+			readsHome(p)
+			err = c.Create(context.Background(), provider.IDFor(p.UID), p, homeRefs("hf_TOPSECRET42"))
+			if err == nil || !strings.Contains(err.Error(), "400") {
+				t.Fatalf("Create: %v, want the 400", err)
+			}
+			if strings.Contains(err.Error(), "TOPSECRET") || strings.Contains(err.Error(), "llama") {
+				t.Errorf("the error repeats the request: %v", err)
+			}
+			if len(err.Error()) > 400 {
+				t.Errorf("the error is %d bytes, want it short: %v", len(err.Error()), err)
+			}
+		})
+	}
+}
