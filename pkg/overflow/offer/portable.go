@@ -120,6 +120,11 @@ func Portable(pod *v1.Pod, carries Carries) error {
 			return fmt.Errorf("%w: spec.volumes[%d] (%s): %s volumes are not carried", ErrNotPortable, i, vol.Name, typ)
 		}
 	}
+	for i, ref := range pod.Spec.ImagePullSecrets {
+		if !carries.Secrets {
+			return fmt.Errorf("%w: spec.imagePullSecrets[%d]: refers to Secret %s, and Secrets are not carried", ErrNotPortable, i, ref.Name)
+		}
+	}
 	for _, set := range []struct {
 		path string
 		in   []v1.Container

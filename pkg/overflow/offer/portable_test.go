@@ -57,6 +57,12 @@ func TestPortable(t *testing.T) {
 		{"env from the container's resources where carried", podWith(resourceEnv), Carries{ResourceEnv: true}, ""},
 		{"secret env", podWith(secretEnv), scratch, "spec.containers[0] (vllm): env HF_TOKEN refers to Secret hf, and Secrets are not carried"},
 		{"secret env where Secrets are carried", podWith(secretEnv), Carries{Secrets: true}, ""},
+		{"image pull secret where Secrets are not carried", podWith(func(p *v1.Pod) {
+			p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "regcred"}}
+		}), scratch, "spec.imagePullSecrets[0]: refers to Secret regcred, and Secrets are not carried"},
+		{"image pull secret where Secrets are carried", podWith(func(p *v1.Pod) {
+			p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "regcred"}}
+		}), Carries{Secrets: true}, ""},
 		{"configMap envFrom in an init container", podWith(func(p *v1.Pod) {
 			p.Spec.InitContainers = []v1.Container{{Name: "fetch", EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}}}}
 		}), Carries{Secrets: true}, "spec.initContainers[0] (fetch): envFrom refers to ConfigMap cfg"},

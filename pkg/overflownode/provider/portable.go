@@ -16,6 +16,8 @@ type PortablePod struct {
 	Containers     []v1.Container
 	InitContainers []v1.Container
 	Volumes        []v1.Volume
+	// ImagePullSecrets are copied like the other Secrets the pod reads.
+	ImagePullSecrets []v1.LocalObjectReference
 }
 
 // Portable returns the parts of pod a provider that carries what carries
@@ -37,6 +39,7 @@ func Portable(pod *v1.Pod, carries offer.Carries) (*PortablePod, error) {
 		}
 		out.Volumes = append(out.Volumes, *vol.DeepCopy())
 	}
+	out.ImagePullSecrets = append([]v1.LocalObjectReference(nil), pod.Spec.ImagePullSecrets...)
 	out.Containers = portableContainers(pod, pod.Spec.Containers, dropped)
 	out.InitContainers = portableContainers(pod, pod.Spec.InitContainers, dropped)
 	return out, nil

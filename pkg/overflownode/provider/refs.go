@@ -31,7 +31,8 @@ type Ref struct {
 }
 
 // RefsOf lists every field of pod that reads a Secret or ConfigMap, in
-// spec order (volumes, then init containers, then containers).
+// spec order (volumes, image pull secrets, then init containers, then
+// containers).
 func RefsOf(pod *v1.Pod) []Ref {
 	var out []Ref
 	for i, vol := range pod.Spec.Volumes {
@@ -42,6 +43,10 @@ func RefsOf(pod *v1.Pod) []Ref {
 		case vol.ConfigMap != nil:
 			out = append(out, Ref{Kind: KindConfigMap, Name: vol.ConfigMap.Name, Optional: optional(vol.ConfigMap.Optional), Volume: vol.Name, Where: where})
 		}
+	}
+	for i, ref := range pod.Spec.ImagePullSecrets {
+		// Optional, as kubelet pulls without a pull secret that is missing.
+		out = append(out, Ref{Kind: KindSecret, Name: ref.Name, Optional: true, Where: fmt.Sprintf("spec.imagePullSecrets[%d]", i)})
 	}
 	for _, set := range []struct {
 		path string
@@ -86,6 +91,9 @@ func (r Refs) Has(ref Ref) bool {
 // names its provider keeps the copies under. p's volumes and containers
 // must be p's own (Portable copies them).
 func RenameRefs(p *PortablePod, secret, configMap func(string) string) {
+	for i := range p.ImagePullSecrets {
+		p.ImagePullSecrets[i].Name = secret(p.ImagePullSecrets[i].Name)
+	}
 	for i := range p.Volumes {
 		vol := &p.Volumes[i]
 		switch {

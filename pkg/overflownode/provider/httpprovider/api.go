@@ -52,6 +52,10 @@ type CreateRequest struct {
 	// name, with their data (sent only over https).
 	Secrets    []Object `json:"secrets,omitempty"`
 	ConfigMaps []Object `json:"configMaps,omitempty"`
+	// ImagePullSecrets name Secrets of the request (of type
+	// kubernetes.io/dockerconfigjson data) to pull the images with, in
+	// order; for this workload only.
+	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
 }
 
 // Object is a Secret or ConfigMap: its name and data (base64 in JSON).

@@ -412,6 +412,11 @@ func Request(id, node string, pod *v1.Pod, carries offer.Carries, refs provider.
 	for _, name := range sortedKeys(refs.Secrets) {
 		req.Secrets = append(req.Secrets, Object{Name: name, Data: refs.Secrets[name].Data})
 	}
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		if refs.Secrets[ref.Name] != nil {
+			req.ImagePullSecrets = append(req.ImagePullSecrets, ref.Name)
+		}
+	}
 	for _, name := range sortedKeys(refs.ConfigMaps) {
 		c := refs.ConfigMaps[name]
 		data := make(map[string][]byte, len(c.Data)+len(c.BinaryData))

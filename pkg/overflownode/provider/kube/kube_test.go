@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
@@ -288,5 +289,44 @@ func TestTerminatingRemotePodIsNotTaken(t *testing.T) {
 	p := New(fake.NewClientset(dying), "burst", "sluice-overflow", Options{Secrets: true, ConfigMaps: true})
 	if err := p.Create(context.Background(), "sluice-0b7e", homePod(), provider.Refs{}); err == nil || !strings.Contains(err.Error(), "terminating") {
 		t.Errorf("Create over a terminating remote pod: %v, want an error saying it is terminating", err)
+	}
+}
+
+// TestImagePullSecretsAreCopiedPerPod: a pod's image pull secrets are
+// copied like the Secrets it reads, under the remote pod's names, and the
+// remote pod pulls with its copies: two tenants' "regcred" never meet in
+// the shared remote namespace, and no pod pulls with another's.
+func TestImagePullSecretsAreCopiedPerPod(t *testing.T) {
+	client := fake.NewClientset()
+	p := New(client, "burst", "sluice-overflow", Options{Secrets: true, ConfigMaps: true})
+	ctx := context.Background()
+	for _, tenant := range []string{"team-a", "team-b"} {
+		home := homePod()
+		home.Namespace, home.UID = tenant, types.UID("uid-"+tenant)
+		home.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "regcred"}}
+		refs := provider.Refs{Secrets: map[string]*v1.Secret{"regcred": {ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "regcred"},
+			Type: v1.SecretTypeDockerConfigJson, Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(`{"auths":{"` + tenant + `":{}}}`)}}}}
+		id := "sluice-" + tenant
+		if err := p.Create(ctx, id, home, refs); err != nil {
+			t.Fatal(err)
+		}
+		remote, err := client.CoreV1().Pods("burst").Get(ctx, id, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []v1.LocalObjectReference{{Name: SecretCopy(id, "regcred")}}
+		if diff := cmp.Diff(want, remote.Spec.ImagePullSecrets); diff != "" {
+			t.Errorf("%s: the remote pod's image pull secrets (-want,+got):\n%s", tenant, diff)
+		}
+		copied, err := client.CoreV1().Secrets("burst").Get(ctx, SecretCopy(id, "regcred"), metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: the copy of its pull secret: %v", tenant, err)
+		}
+		if !strings.Contains(string(copied.Data[v1.DockerConfigJsonKey]), tenant) || copied.Type != v1.SecretTypeDockerConfigJson {
+			t.Errorf("%s: the copy holds %s (%s), want its own credentials", tenant, copied.Data[v1.DockerConfigJsonKey], copied.Type)
+		}
+	}
+	if _, err := client.CoreV1().Secrets("burst").Get(ctx, "regcred", metav1.GetOptions{}); err == nil {
+		t.Errorf("a Secret named regcred, a home name, exists in the shared remote namespace")
 	}
 }
