@@ -10,6 +10,10 @@ import (
 	"strings"
 )
 
+// MaxGRESCount bounds a node's count of one GRES as sluice reads it (a
+// sum of its entries): far above any real node, and far from overflowing.
+const MaxGRESCount = 1 << 30
+
 // GRES is one generic resource entry of a node, e.g. "gpu:h100:3(IDX:0-2)".
 type GRES struct {
 	Name string

@@ -38,9 +38,22 @@ func expandHostlist(s string, room int) ([]string, error) {
 	return out, nil
 }
 
+// maxGroups bounds the bracket groups of one name: Slurm's hostlists
+// have at most five dimensions, and each group copies the names of those
+// after it.
+const maxGroups = 5
+
 // expandOne expands one item into at most room names (the cap counts
 // every range and group of the whole hostlist, not each on its own).
 func expandOne(item string, room int) ([]string, error) {
+	if groups := strings.Count(item, "["); groups > maxGroups {
+		return nil, fmt.Errorf("%.40q...: %d bracket groups in one name, at most %d", item, groups, maxGroups)
+	}
+	return expandGroups(item, room)
+}
+
+// expandGroups expands an item of at most maxGroups groups.
+func expandGroups(item string, room int) ([]string, error) {
 	open := strings.IndexByte(item, '[')
 	if open < 0 {
 		if strings.ContainsAny(item, "]") {
@@ -57,7 +70,7 @@ func expandOne(item string, room int) ([]string, error) {
 	}
 	closing += open
 	prefix, ranges, rest := item[:open], item[open+1:closing], item[closing+1:]
-	suffixes, err := expandOne(rest, room)
+	suffixes, err := expandGroups(rest, room)
 	if err != nil {
 		return nil, err
 	}

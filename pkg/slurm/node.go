@@ -77,19 +77,21 @@ func (n *Node) StateString() string {
 }
 
 // GPUs returns the node's configured and Slurm-allocated count of a GRES
-// name (e.g. "gpu"), summed over types.
+// name (e.g. "gpu"), summed over types, each at most MaxGRESCount.
 func (n *Node) GPUs(name string) (total, used int64) {
-	for _, g := range n.GRES {
+	return sumGRES(n.GRES, name), sumGRES(n.GRESUsed, name)
+}
+
+// sumGRES sums the counts of name, stopping at MaxGRESCount.
+func sumGRES(entries []GRES, name string) int64 {
+	var sum int64
+	for _, g := range entries {
 		if g.Name == name {
-			total += g.Count
+			sum += min(g.Count, MaxGRESCount) // both at most 2^30: no overflow
+			sum = min(sum, MaxGRESCount)
 		}
 	}
-	for _, g := range n.GRESUsed {
-		if g.Name == name {
-			used += g.Count
-		}
-	}
-	return total, used
+	return sum
 }
 
 func canonicalState(s string) string {

@@ -473,3 +473,32 @@ SwitchName=spine Level=1 LinkSpeed=1 Nodes=gpu[01-08] Switches=leaf[1-2]
 		}
 	}
 }
+
+// TestHostlistBracketGroupsBounded: a name of many bracket groups (one
+// name each) is refused at once: every group copied the names of the
+// groups after it, quadratic in their number. Slurm's hostlists have at
+// most five dimensions.
+func TestHostlistBracketGroupsBounded(t *testing.T) {
+	got, err := ExpandHostlist("r[1-2]a[1]b[1]c[1]d[1]")
+	if err != nil || len(got) != 2 || got[1] != "r2a1b1c1d1" {
+		t.Errorf("five groups: %v, %v; want r1a1b1c1d1 r2a1b1c1d1", got, err)
+	}
+	if _, err := ExpandHostlist(strings.Repeat("n[1]", 20000)); err == nil || !strings.Contains(err.Error(), "bracket groups") {
+		t.Errorf("20,000 bracket groups in one name: %v, want an error saying so", err)
+	}
+}
+
+// TestGPUCountsAreBounded: GRES counts of a node that would overflow when
+// summed (garbage from a buggy or hostile slurmrestd) give a bounded,
+// positive count, not a negative one.
+func TestGPUCountsAreBounded(t *testing.T) {
+	gres, err := ParseGRES("gpu:a:9223372036854775807,gpu:b:9223372036854775807")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{GRES: gres, GRESUsed: gres}
+	total, used := n.GPUs("gpu")
+	if total <= 0 || used <= 0 || total > MaxGRESCount || used > MaxGRESCount {
+		t.Errorf("GPUs = %d, %d; want each in (0, %d]", total, used, MaxGRESCount)
+	}
+}
