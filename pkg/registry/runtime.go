@@ -11,7 +11,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/dynamic"
@@ -245,9 +247,23 @@ func (rt *Runtime) build() error {
 			}
 		}
 		if p := slurmCfg.Placeholders; p != nil && p.Enabled {
+			// The placeholders' owner in Slurm is this cluster (its
+			// kube-system namespace's UID), so that the sweep touches
+			// only jobs this sluice submitted; over slurmrestd, only
+			// those of its Slurm user too.
+			system, err := h.ClientSet().CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("%s.placeholders: reading the cluster's id (namespace kube-system's UID), which owns the placeholder jobs in Slurm: %w",
+					orPath(rt.stated.slurm.path, "slurm"), err)
+			}
+			user := slurmCfg.User
+			if slurmCfg.Commands != "" {
+				user = "" // the commands' own user
+			}
 			if rt.holder, err = slurmhold.New(slurmhold.Config{
 				Jobs: jobs, View: rt.slurmView, Pods: informers.Core().V1().Pods(), Client: h.ClientSet(), Recorder: h.EventRecorder(),
 				Timeout: time.Duration(p.TimeoutSeconds) * time.Second, Resync: time.Duration(p.ResyncSeconds) * time.Second, Partition: p.Partition,
+				Nodes: informers.Core().V1().Nodes().Lister(), Owner: string(system.UID), User: user,
 			}); err != nil {
 				return fmt.Errorf("%s.placeholders: %w", orPath(rt.stated.slurm.path, "slurm"), err)
 			}
@@ -359,7 +375,7 @@ func buildDrains(cfg *config.SlurmDrainConfig, writer slurm.NodeWriter, view *sl
 		return nil, fmt.Errorf("slurmdPodSelector: %w", err)
 	}
 	return slurmdrain.New(slurmdrain.Config{
-		Informers: h.SharedInformerFactory(), View: view, Writer: writer, SlurmdPods: slurmd,
+		Informers: h.SharedInformerFactory(), View: view, Writer: writer, SlurmdPods: slurmd, SlurmdNamespaces: sets.New(cfg.SlurmdNamespaces...),
 		WritesPerSecond: cfg.WritesPerSecond, Recorder: h.EventRecorder(),
 	}), nil
 }

@@ -63,6 +63,8 @@ type Job struct {
 	// GRES are the job's GRES with the indices Slurm gave them
 	// ("gpu:4(IDX:4-7)"); empty before it runs.
 	GRES []string
+	// User submitted it; Comment is its comment (empty when not read).
+	User, Comment string
 }
 
 // Running reports whether the job runs.
@@ -141,6 +143,8 @@ type rawJob struct {
 	StateReason string          `json:"state_reason"`
 	Nodes       string          `json:"nodes"`
 	GRESDetail  []string        `json:"gres_detail"`
+	UserName    string          `json:"user_name"`
+	Comment     json.RawMessage `json:"comment"`
 }
 
 func (r *rawJob) job() (Job, error) {
@@ -148,7 +152,9 @@ func (r *rawJob) job() (Job, error) {
 	if err != nil {
 		return Job{}, fmt.Errorf("job %d: job_state: %w", r.JobID, err)
 	}
-	j := Job{ID: strconv.FormatInt(int64(r.JobID), 10), Name: r.Name, Reason: r.StateReason, Nodes: r.Nodes, GRES: r.GRESDetail}
+	j := Job{ID: strconv.FormatInt(int64(r.JobID), 10), Name: r.Name, Reason: r.StateReason, Nodes: r.Nodes, GRES: r.GRESDetail, User: r.UserName}
+	// A string in every version read; anything else is no comment.
+	_ = json.Unmarshal(r.Comment, &j.Comment)
 	if len(words) > 0 {
 		// The base state comes first; flags (COMPLETING...) follow.
 		j.State = strings.ToUpper(words[0])
@@ -305,17 +311,22 @@ func parseScontrolJob(line string) Job {
 
 // Jobs runs squeue for every job whose name starts with prefix.
 func (c Commands) Jobs(ctx context.Context, prefix string) ([]Job, error) {
-	out, err := c.run(ctx, "squeue", "--noheader", "--all", "--states=all", "--format=%i|%j|%T|%N|%r")
+	// The comment comes last: it may hold the separator.
+	out, err := c.run(ctx, "squeue", "--noheader", "--all", "--states=all", "--format=%i|%j|%T|%N|%r|%u|%k")
 	if err != nil {
 		return nil, err
 	}
 	var jobs []Job
 	for _, line := range strings.Split(out, "\n") {
-		f := strings.Split(strings.TrimSpace(line), "|")
-		if len(f) != 5 || !strings.HasPrefix(f[1], prefix) {
+		f := strings.SplitN(strings.TrimSpace(line), "|", 7)
+		if len(f) != 7 || !strings.HasPrefix(f[1], prefix) {
 			continue
 		}
-		jobs = append(jobs, Job{ID: f[0], Name: f[1], State: f[2], Nodes: f[3], Reason: f[4]})
+		comment := f[6]
+		if comment == "(null)" {
+			comment = ""
+		}
+		jobs = append(jobs, Job{ID: f[0], Name: f[1], State: f[2], Nodes: f[3], Reason: f[4], User: f[5], Comment: comment})
 	}
 	return jobs, nil
 }

@@ -98,7 +98,7 @@ func TestPlaceholderCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("scontrol", "[ \"$5\" = 9 ] && exec cat "+filepath.Join(dir, "show")+"\necho 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1\n")
-	write("squeue", "echo '8|sluice-gone|CANCELLED|gpu03|None'\necho '9|sluice-0f3c6a4e|RUNNING|gpu02|None'\necho '10|wrap|PENDING||Resources'\n")
+	write("squeue", "echo '8|sluice-gone|CANCELLED|gpu03|None|root|(null)'\necho '9|sluice-0f3c6a4e|RUNNING|gpu02|None|root|sluice-cluster=c1: GPUs of pod ml/a|b'\necho '10|wrap|PENDING||Resources|alice|'\n")
 	c := Commands{Dir: dir}
 	ctx := context.Background()
 	id, err := c.SubmitPlaceholder(ctx, Placeholder{Name: "sluice-uid", Comment: "sluice: GPUs of pod ml/a; rm -rf /", Node: "gpu02", GRES: "gpu", GPUs: 4, Partition: "hold"})
@@ -126,5 +126,7 @@ func TestPlaceholderCommands(t *testing.T) {
 	}
 	if len(jobs) != 2 || jobs[0].ID != "8" || !jobs[0].Ended() || jobs[1].ID != "9" || jobs[1].Ended() {
 		t.Errorf("jobs: %+v, want 8 (ended) and 9 (running), not the wrap job", jobs)
+	} else if jobs[0].Comment != "" || jobs[1].User != "root" || jobs[1].Comment != "sluice-cluster=c1: GPUs of pod ml/a|b" {
+		t.Errorf("jobs: %+v, want user root, no comment for 8 and the whole comment (separator included) for 9", jobs)
 	}
 }

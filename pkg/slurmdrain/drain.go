@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -69,8 +70,10 @@ type Config struct {
 	View *slurm.View
 	// Writer drains and resumes.
 	Writer slurm.NodeWriter
-	// SlurmdPods selects slurmd pods (nil or empty: none).
-	SlurmdPods labels.Selector
+	// SlurmdPods selects slurmd pods (nil or empty: none), in
+	// SlurmdNamespaces only.
+	SlurmdPods       labels.Selector
+	SlurmdNamespaces sets.Set[string]
 	// WritesPerSecond bounds the writes to Slurm.
 	WritesPerSecond int32
 	// Recorder records Events on Nodes (nil: none).
@@ -179,7 +182,7 @@ func (c *Controller) enqueueAll() {
 // observePod follows slurmd pods being deleted.
 func (c *Controller) observePod(obj any) {
 	p, ok := obj.(*v1.Pod)
-	if !ok || p.Spec.NodeName == "" || !c.cfg.SlurmdPods.Matches(labels.Set(p.Labels)) {
+	if !ok || p.Spec.NodeName == "" || !c.cfg.SlurmdNamespaces.Has(p.Namespace) || !c.cfg.SlurmdPods.Matches(labels.Set(p.Labels)) {
 		return
 	}
 	c.mu.Lock()

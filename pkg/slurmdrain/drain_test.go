@@ -19,6 +19,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -115,7 +116,7 @@ func newFixture(t *testing.T, slurmNodes []string, nodes ...*v1.Node) *fixture {
 	}
 	w := &writes{}
 	sel, _ := labels.Parse("app=slurmd")
-	c := New(Config{Informers: inf, View: view, Writer: w, SlurmdPods: sel, WritesPerSecond: 1000})
+	c := New(Config{Informers: inf, View: view, Writer: w, SlurmdPods: sel, SlurmdNamespaces: sets.New("slurm"), WritesPerSecond: 1000})
 	return &fixture{c: c, restd: answer, cache: cache, clock: clk, writes: w, inf: inf}
 }
 
@@ -276,5 +277,19 @@ func TestReadsSlurmAgainBeforeWriting(t *testing.T) {
 	f.restd.set("[" + slurmNode("gpu01", "IDLE+DRAIN", "admin: bad HCA") + "," + slurmNode("gpu02", "IDLE+DRAIN", "admin: bad HCA") + "]")
 	if got := f.sync(t, "gpu01", "gpu02"); len(got) != 0 {
 		t.Errorf("writes %v over an admin's newer drains, want none", got)
+	}
+}
+
+// TestSlurmdLabelCountsOnlyInItsNamespaces: a tenant's pod that carries
+// the slurmd label, in a namespace that is not slurmd's, drains nothing
+// when it is deleted (any tenant could drain any Slurm node so).
+func TestSlurmdLabelCountsOnlyInItsNamespaces(t *testing.T) {
+	f := newFixture(t, []string{slurmNode("gpu01", "IDLE", "")}, readyNode("gpu01").Obj())
+	impostor := st.MakePod().Namespace("tenant").Name("not-slurmd").UID("u3").Node("gpu01").Label("app", "slurmd").Obj()
+	now := metav1.Now()
+	impostor.DeletionTimestamp = &now
+	f.c.observePod(impostor)
+	if got := f.sync(t, "gpu01"); len(got) != 0 {
+		t.Errorf("writes %v for a pod of namespace tenant with the slurmd label, want none", got)
 	}
 }

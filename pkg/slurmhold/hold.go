@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -95,7 +96,20 @@ type Config struct {
 	// PollEvery is how often a job is read while waiting for it (250 ms
 	// when zero).
 	PollEvery time.Duration
+	// Nodes reads Kubernetes nodes: a bound pod's node names the Slurm
+	// node its job runs on.
+	Nodes corelisters.NodeLister
+	// Owner is this sluice's identity in Slurm (its cluster's id): each
+	// placeholder's comment starts with OwnerPrefix, Owner and a colon,
+	// and the sweep touches no job without it. Required.
+	Owner string
+	// User is the Slurm user placeholders are submitted as, when known:
+	// the sweep touches no other user's job.
+	User string
 }
+
+// OwnerPrefix starts a placeholder job's comment; the owner follows.
+const OwnerPrefix = "sluice-cluster="
 
 // Holder holds pods' GPUs in Slurm.
 type Holder struct {
@@ -128,6 +142,9 @@ const (
 func New(cfg Config) (*Holder, error) {
 	if cfg.PollEvery <= 0 {
 		cfg.PollEvery = 250 * time.Millisecond
+	}
+	if cfg.Owner == "" || cfg.Nodes == nil {
+		return nil, fmt.Errorf("placeholder jobs need an owner (the cluster's id) and the node lister")
 	}
 	inf := cfg.Pods.Informer()
 	if err := inf.AddIndexers(cache.Indexers{
@@ -268,7 +285,7 @@ func (h *Holder) Hold(ctx context.Context, pod *v1.Pod, node *v1.Node, gpus int6
 		return nil, fmt.Errorf("%s: %w", ReasonRefused, err)
 	}
 	id, err := h.cfg.Jobs.SubmitPlaceholder(ctx, slurm.Placeholder{
-		Name: JobPrefix + string(pod.UID), Comment: fmt.Sprintf("sluice: GPUs of pod %s/%s", pod.Namespace, pod.Name),
+		Name: JobPrefix + string(pod.UID), Comment: fmt.Sprintf("%s%s: GPUs of pod %s/%s", OwnerPrefix, h.cfg.Owner, pod.Namespace, pod.Name),
 		Node: slurmName, Partition: h.cfg.Partition, GRES: h.cfg.View.Config().GRESName, GPUs: gpus,
 	})
 	if err != nil {

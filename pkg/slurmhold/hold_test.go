@@ -99,8 +99,12 @@ func newFixture(t *testing.T, states ...string) *fixture {
 	inf := informers.NewSharedInformerFactory(cs, 0)
 	j := &jobs{states: states}
 	rec := events.NewFakeRecorder(10)
+	if err := inf.Core().V1().Nodes().Informer().GetStore().Add(shared); err != nil {
+		t.Fatal(err)
+	}
 	h, err := New(Config{Jobs: j, View: view, Pods: inf.Core().V1().Pods(), Client: cs, Recorder: rec,
-		Timeout: time.Second, Resync: time.Hour, PollEvery: time.Millisecond})
+		Timeout: time.Second, Resync: time.Hour, PollEvery: time.Millisecond,
+		Nodes: inf.Core().V1().Nodes().Lister(), Owner: testOwner, User: "root"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,11 +203,15 @@ func TestSweep(t *testing.T) {
 	for _, p := range []*v1.Pod{bound, lost, unclaimed} {
 		f.store(p)
 	}
+	ours := func(j slurm.Job) slurm.Job {
+		j.User, j.Comment = "root", OwnerPrefix+testOwner+": GPUs of pod ml/"+j.Name
+		return j
+	}
 	f.jobs.list = []slurm.Job{
-		{ID: "1", Name: JobPrefix + "gone-uid", State: "RUNNING"},
-		{ID: "2", Name: JobPrefix + "bound-uid", State: "RUNNING"},
-		{ID: "3", Name: JobPrefix + "unclaimed-uid", State: "PENDING"},
-		{ID: "4", Name: JobPrefix + "ended-uid", State: "CANCELLED"},
+		ours(slurm.Job{ID: "1", Name: JobPrefix + "gone-uid", State: "RUNNING", Nodes: "gpu01"}),
+		ours(slurm.Job{ID: "2", Name: JobPrefix + "bound-uid", State: "RUNNING", Nodes: "gpu01"}),
+		ours(slurm.Job{ID: "3", Name: JobPrefix + "unclaimed-uid", State: "PENDING"}),
+		ours(slurm.Job{ID: "4", Name: JobPrefix + "ended-uid", State: "CANCELLED"}),
 	}
 	ctx := context.Background()
 	if err := f.h.Sweep(ctx); err != nil {
@@ -244,3 +252,41 @@ func TestRefusalCauseBounded(t *testing.T) {
 		t.Errorf("truncate changed a short cause")
 	}
 }
+
+// TestSweepTrustsSlurmNotThePod: which job holds which pod's GPUs is
+// Slurm's to say (the job's name, its node, its owner), not the pod's
+// annotations, which its tenant may edit: a bound pod whose annotations
+// were changed keeps its job; a job named like a placeholder but not
+// submitted by this sluice (another Slurm user, another cluster) is never
+// cancelled, whatever its name says.
+func TestSweepTrustsSlurmNotThePod(t *testing.T) {
+	f := newFixture(t, "RUNNING")
+	tampered := gpuPod("tampered", 4)
+	tampered.Spec.NodeName = "gpu01"
+	tampered.Annotations = map[string]string{AnnotationJob: "999", AnnotationNode: "elsewhere"}
+	f.store(tampered)
+	ours := "sluice-cluster=" + testOwner + ": GPUs of pod ml/x"
+	f.jobs.list = []slurm.Job{
+		{ID: "2", Name: JobPrefix + "tampered-uid", State: "RUNNING", Nodes: "gpu01", User: "root", Comment: ours},
+		{ID: "5", Name: JobPrefix + "gone-uid", State: "RUNNING", Nodes: "gpu01", User: "alice", Comment: ours},
+		{ID: "6", Name: JobPrefix + "gone-uid", State: "RUNNING", Nodes: "gpu01", User: "root", Comment: "sluice-cluster=another-cluster"},
+		{ID: "7", Name: JobPrefix + "gone-uid", State: "RUNNING", Nodes: "gpu01", User: "root", Comment: "my own job"},
+	}
+	ctx := context.Background()
+	for range 2 {
+		if err := f.h.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.h.mu.Lock()
+		for id := range f.h.unclaimed {
+			f.h.unclaimed[id] = time.Now().Add(-3 * time.Hour) // past the grace period
+		}
+		f.h.mu.Unlock()
+	}
+	if len(f.jobs.cancelled) != 0 {
+		t.Errorf("cancelled %v, want none: job 2 holds its bound pod's GPUs, 5-7 are not this sluice's", f.jobs.cancelled)
+	}
+}
+
+// testOwner is the fixture's sluice (its cluster's id).
+const testOwner = "cluster-uid-1"

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sluice-sched/sluice/pkg/metrics"
+	"github.com/sluice-sched/sluice/pkg/slurm"
 )
 
 // Kick asks for a sweep now (a pod holding a job ended).
@@ -64,7 +65,7 @@ func (h *Holder) Sweep(ctx context.Context) error {
 	h.mu.Lock()
 	for i := range jobs {
 		j := &jobs[i]
-		if j.Ended() {
+		if j.Ended() || !h.ours(j) {
 			continue
 		}
 		live[j.ID] = true
@@ -74,7 +75,7 @@ func (h *Holder) Sweep(ctx context.Context) error {
 			// Deleted or ended (the scheduler's informer drops ended
 			// pods).
 			cancel = append(cancel, cancelling{j.ID, "pod_gone"})
-		case pod.Annotations[AnnotationJob] == j.ID && HeldOn(pod) != "":
+		case h.runsFor(j, pod):
 			delete(h.unclaimed, j.ID)
 		case h.inFlight[j.ID]:
 		default:
@@ -118,6 +119,27 @@ func (h *Holder) Sweep(ctx context.Context) error {
 		return fmt.Errorf("cancelling placeholder jobs: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// ours reports whether this sluice submitted the job: its comment
+// carries this sluice's owner, and its user is this sluice's (when
+// known). No other job is cancelled, whatever its name.
+func (h *Holder) ours(j *slurm.Job) bool {
+	if !strings.HasPrefix(j.Comment, OwnerPrefix+h.cfg.Owner+":") {
+		return false
+	}
+	return h.cfg.User == "" || j.User == h.cfg.User
+}
+
+// runsFor reports whether the job holds the pod's GPUs: the pod (named
+// by the job, which Slurm keeps) is bound to the node the job runs on.
+// The pod's annotations, which its tenant may edit, are not read.
+func (h *Holder) runsFor(j *slurm.Job, pod *v1.Pod) bool {
+	if pod.Spec.NodeName == "" || j.Nodes == "" {
+		return false
+	}
+	node, err := h.cfg.Nodes.Get(pod.Spec.NodeName)
+	return err == nil && h.cfg.View.SlurmName(node) == j.Nodes
 }
 
 // heldPods are the bound pods holding a job, by pod UID and job.

@@ -187,6 +187,9 @@ type SlurmDrainConfig struct {
 	// SlurmdPodSelector selects the slurmd pods (label selector; empty:
 	// none).
 	SlurmdPodSelector string
+	// SlurmdNamespaces are the namespaces slurmd pods run in: a pod with
+	// their labels elsewhere (a tenant's) drains nothing.
+	SlurmdNamespaces []string
 	// WritesPerSecond bounds the drains and resumes sent to Slurm.
 	WritesPerSecond int32
 }

@@ -15,6 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
@@ -175,6 +176,57 @@ func testOrphanPlaceholderCancelled(t *testing.T, env slurmEnv) {
 	harness.StartSchedulerProcess(t, cp, cfg, "scheduler-b", le)
 	if st := env.waitJob(t, job, ended); !strings.HasPrefix(st, "CANCELLED") && st != "gone" {
 		t.Fatalf("orphan placeholder job %s is %q, want CANCELLED by the new leader's sweep", job, st)
+	}
+}
+
+// TestSweepTouchesOnlyItsOwnJobs: the sweep decides from Slurm which job
+// holds which pod's GPUs, and touches only jobs this sluice submitted. A
+// bound pod whose tenant rewrote its sluice.dev/slurm-* annotations keeps
+// its placeholder (Slurm would double-book its GPUs), and a job named like
+// a placeholder of a pod that does not exist, but not carrying this
+// cluster's id, is never cancelled. A job of this cluster's that no bound
+// pod claims is cancelled after the grace period: the witness that the
+// sweep ran past it for the others.
+func TestSweepTouchesOnlyItsOwnJobs(t *testing.T) { eachSlurm(t, testSweepTouchesOnlyItsOwnJobs) }
+
+func testSweepTouchesOnlyItsOwnJobs(t *testing.T, env slurmEnv) {
+	cp, ns := env.placeholderScheduler(t)
+	ctx := context.Background()
+	harness.CreatePods(t, cp.Client, onNode(ns, "held", "gpu05", 4))
+	harness.WaitForPodsBound(t, cp.Client, ns, "held")
+	held := getPod(t, cp, ns, "held")
+	job := held.Annotations[slurmhold.AnnotationJob]
+	if job == "" {
+		t.Fatal("pod held bound without a placeholder job")
+	}
+	tamper := fmt.Sprintf(`{"metadata":{"annotations":{%q:"1",%q:"elsewhere"}}}`, slurmhold.AnnotationJob, slurmhold.AnnotationNode)
+	if _, err := cp.Client.CoreV1().Pods(ns).Patch(ctx, "held", types.MergePatchType, []byte(tamper), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(name, comment string) string {
+		id := strings.TrimSpace(env.must(t, "sbatch", "--parsable", "-J", name, "--comment", comment, "-w", "gpu06", "--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 600"))
+		t.Cleanup(func() { _, _ = env.run("scancel", id) })
+		return id
+	}
+	foreign := submit(slurmhold.JobPrefix+"0f3c6a4e-0000-4000-8000-000000000000", "a user's own job")
+	system, err := cp.Client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The witness: this cluster's, for a pod that exists but is bound
+	// nowhere (no node has its label).
+	unbound := harness.Pod(ns, "unbound").Obj()
+	unbound.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "no-such-node"}
+	harness.CreatePods(t, cp.Client, unbound)
+	witness := submit(slurmhold.JobPrefix+string(getPod(t, cp, ns, "unbound").UID), slurmhold.OwnerPrefix+string(system.UID)+": witness")
+	if st := env.waitJob(t, witness, ended); !strings.HasPrefix(st, "CANCELLED") && st != "gone" {
+		t.Fatalf("this cluster's placeholder job %s that no bound pod claims is %q, want CANCELLED after the grace period", witness, st)
+	}
+	if st := env.jobState(t, job); !strings.HasPrefix(st, "RUNNING") {
+		t.Errorf("the placeholder job %s of a bound pod whose annotations were rewritten is %q, want RUNNING", job, st)
+	}
+	if st := env.jobState(t, foreign); st != "RUNNING None" {
+		t.Errorf("a job named like a placeholder but not this cluster's is %q, want RUNNING (never cancelled)", st)
 	}
 }
 

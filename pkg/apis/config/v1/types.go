@@ -183,6 +183,10 @@ type SlurmDrainConfig struct {
 	// pods, e.g. app.kubernetes.io/name=slurmd); a node whose slurmd pod is
 	// being deleted is drained. Default: empty, none.
 	SlurmdPodSelector *string `json:"slurmdPodSelector,omitempty"`
+	// SlurmdNamespaces are the namespaces slurmd pods run in; a pod with
+	// their labels anywhere else drains nothing. Required with a
+	// slurmdPodSelector.
+	SlurmdNamespaces []string `json:"slurmdNamespaces,omitempty"`
 	// WritesPerSecond bounds how many drains and resumes are sent to
 	// Slurm. Default: 5.
 	WritesPerSecond *int32 `json:"writesPerSecond,omitempty"`

@@ -730,6 +730,7 @@ func autoConvert_v1_SlurmDrainConfig_To_config_SlurmDrainConfig(in *SlurmDrainCo
 	if err := metav1.Convert_Pointer_string_To_string(&in.SlurmdPodSelector, &out.SlurmdPodSelector, s); err != nil {
 		return err
 	}
+	out.SlurmdNamespaces = *(*[]string)(unsafe.Pointer(&in.SlurmdNamespaces))
 	if err := metav1.Convert_Pointer_int32_To_int32(&in.WritesPerSecond, &out.WritesPerSecond, s); err != nil {
 		return err
 	}
@@ -748,6 +749,7 @@ func autoConvert_config_SlurmDrainConfig_To_v1_SlurmDrainConfig(in *config.Slurm
 	if err := metav1.Convert_string_To_Pointer_string(&in.SlurmdPodSelector, &out.SlurmdPodSelector, s); err != nil {
 		return err
 	}
+	out.SlurmdNamespaces = *(*[]string)(unsafe.Pointer(&in.SlurmdNamespaces))
 	if err := metav1.Convert_int32_To_Pointer_int32(&in.WritesPerSecond, &out.WritesPerSecond, s); err != nil {
 		return err
 	}

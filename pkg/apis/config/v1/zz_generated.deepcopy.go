@@ -468,6 +468,11 @@ func (in *SlurmDrainConfig) DeepCopyInto(out *SlurmDrainConfig) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.SlurmdNamespaces != nil {
+		in, out := &in.SlurmdNamespaces, &out.SlurmdNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.WritesPerSecond != nil {
 		in, out := &in.WritesPerSecond, &out.WritesPerSecond
 		*out = new(int32)

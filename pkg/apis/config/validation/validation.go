@@ -204,6 +204,13 @@ func ValidateSlurmConfig(path *field.Path, c *config.SlurmConfig) field.ErrorLis
 		drain := path.Child("drain")
 		if _, err := labels.Parse(d.SlurmdPodSelector); err != nil {
 			errs = append(errs, field.Invalid(drain.Child("slurmdPodSelector"), d.SlurmdPodSelector, err.Error()))
+		} else if d.SlurmdPodSelector != "" && len(d.SlurmdNamespaces) == 0 {
+			errs = append(errs, field.Required(drain.Child("slurmdNamespaces"), "the namespaces slurmd pods run in: any tenant can label a pod"))
+		}
+		for i, ns := range d.SlurmdNamespaces {
+			for _, msg := range utilvalidation.IsDNS1123Label(ns) {
+				errs = append(errs, field.Invalid(drain.Child("slurmdNamespaces").Index(i), ns, msg))
+			}
 		}
 		if d.WritesPerSecond <= 0 {
 			errs = append(errs, field.Invalid(drain.Child("writesPerSecond"), d.WritesPerSecond, "must be greater than 0"))

@@ -65,6 +65,9 @@ func TestValidate(t *testing.T) {
 		{"drains with a bad slurmd selector", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) {
 			c.Drain = &config.SlurmDrainConfig{Enabled: true, SlurmdPodSelector: "app in (", WritesPerSecond: 5}
 		})}), "args.slurm.drain.slurmdPodSelector: Invalid value"},
+		{"slurmd selector without namespaces", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) {
+			c.Drain = &config.SlurmDrainConfig{Enabled: true, SlurmdPodSelector: "app=slurmd", WritesPerSecond: 5}
+		})}), "args.slurm.drain.slurmdNamespaces: Required value"},
 		{"placeholders without a shared-node label", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) {
 			c.SharedNodeLabel = ""
 			c.Placeholders = &config.SlurmPlaceholderConfig{Enabled: true, TimeoutSeconds: 30, ResyncSeconds: 30}
