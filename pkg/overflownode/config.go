@@ -133,6 +133,10 @@ type ProviderConfig struct {
 	PricePerGPUHour float64 `json:"pricePerGPUHour,omitempty"`
 	// Quota caps what the provider reports, per resource.
 	Quota v1.ResourceList `json:"quota,omitempty"`
+	// Namespaces are those whose pods may run here, and so whose Secrets
+	// may go here (the scheduler reads them from the node's offer); empty:
+	// every namespace the scheduler's tenancy policy lets be production.
+	Namespaces []string `json:"namespaces,omitempty"`
 
 	Kubernetes *KubernetesProvider `json:"kubernetes,omitempty"`
 	HTTP       *HTTPProvider       `json:"http,omitempty"`
@@ -386,6 +390,11 @@ func (p *ProviderConfig) validate(path *field.Path, names sets.Set[string]) fiel
 	for name, q := range p.Quota {
 		if q.Sign() < 0 {
 			errs = append(errs, field.Invalid(path.Child("quota").Key(string(name)), q.String(), "must not be negative"))
+		}
+	}
+	for i, ns := range p.Namespaces {
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			errs = append(errs, field.Invalid(path.Child("namespaces").Index(i), ns, msg))
 		}
 	}
 	switch p.Type {

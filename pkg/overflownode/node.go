@@ -313,11 +313,15 @@ func (n *Node) candidates(pod *v1.Pod) ([]*Member, []string, int) {
 	for _, m := range n.members {
 		carries := m.Provider.Carries()
 		var never error
-		if m.capacity != nil {
+		switch policy := (offer.Provider{Name: m.Config.Name, Namespaces: m.Config.Namespaces}); {
+		case policy.Admits(pod.Namespace) != nil:
+			// Its namespaces: neither dispatched nor warmed there.
+			never = policy.Admits(pod.Namespace)
+		case m.capacity != nil:
 			// What it carries, and its whole capacity once known: it
 			// can never hold a bigger pod.
 			never = offer.Provider{Name: m.Config.Name, Capacity: m.capacity, Carries: &carries}.CanRun(pod)
-		} else {
+		default:
 			never = offer.Portable(pod, carries)
 		}
 		if never != nil {

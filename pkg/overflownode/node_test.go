@@ -579,6 +579,7 @@ func TestLoadConfig(t *testing.T) {
 		{"http without url", head + "providers:\n- {name: a, type: http, http: {url: 'ftp://x'}}\n", "providers[0].http.url: Invalid value"},
 		{"duplicate names", head + good + "- name: east\n  type: http\n  http: {url: 'https://x'}\n", "providers[1].name: Duplicate value: \"east\""},
 		{"negative quota", head + "providers:\n- name: a\n  type: http\n  quota: {nvidia.com/gpu: '-1'}\n  http: {url: 'https://x'}\n", "providers[0].quota[nvidia.com/gpu]: Invalid value"},
+		{"a namespace that is no name", head + "providers:\n- name: a\n  type: http\n  namespaces: [Team_A]\n  http: {url: 'https://x'}\n", "providers[0].namespaces[0]: Invalid value: \"Team_A\""},
 		{"a token over plain http", head + "providers:\n- name: a\n  type: http\n  http: {url: 'http://x', tokenFile: " + kubeconfig + "}\n", "providers[0].http.tokenFile: Forbidden: a bearer token is sent only over https"},
 		{"bad node name", head + "nodeName: Overflow_1\n" + good, "nodeName: Invalid value: \"Overflow_1\""},
 		{"a duration of the old style", head + "reconcileInterval: 5s\n" + good, "reconcileInterval: 5s: renamed reconcileIntervalSeconds, in whole seconds"},
@@ -824,5 +825,43 @@ func TestRemoteStartObserved(t *testing.T) {
 	}
 	if count != 1 || sum != 90 {
 		t.Errorf("remote start observed %d times, %v s in all; want once, 90 s (created, Ready 90 s later)", count, sum)
+	}
+}
+
+// TestProviderNamespacesAreHonoured: a provider that names its namespaces
+// never gets a pod of another (nor its Secrets): the pod goes to a
+// provider that may run it, and fails when none may; the node's offer
+// says so, for the scheduler.
+func TestProviderNamespacesAreHonoured(t *testing.T) {
+	only, any := newFake("8"), newFake("8")
+	onlyMember := member("only-team-a", 0, 0, only)
+	onlyMember.Config.Namespaces = []string{"team-a"}
+	f := newFixture(t, onlyMember, member("any", 1, 0, any))
+	ctx := context.Background()
+	f.node.Reconcile(ctx)
+	pod := f.addPod(t, "llm-0", 1) // namespace serve
+	if err := f.node.CreatePod(ctx, pod); err != nil {
+		t.Fatalf("CreatePod: %v", err)
+	}
+	if got := dispatchedTo(f.pod(t, "llm-0")); got != "any" {
+		t.Errorf("a pod of namespace serve went to %q, want any (only-team-a runs team-a's)", got)
+	}
+	if only.creates != 0 {
+		t.Errorf("the provider of team-a was asked to create a pod of serve")
+	}
+	var published []string
+	for _, n := range f.nodes {
+		o, err := offer.Of(n, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range o.Providers {
+			if p.Name == "only-team-a" {
+				published = p.Namespaces
+			}
+		}
+	}
+	if strings.Join(published, ",") != "team-a" {
+		t.Errorf("the node's offer gives only-team-a the namespaces %v, want [team-a]", published)
 	}
 }

@@ -229,7 +229,8 @@ func (n *Node) offerLocked() offer.Offer {
 	var o offer.Offer
 	for _, m := range n.members {
 		carries := m.Provider.Carries()
-		o.Providers = append(o.Providers, offer.Provider{Name: m.Config.Name, Healthy: m.healthy, Capacity: m.capacity.DeepCopy(), Carries: &carries})
+		o.Providers = append(o.Providers, offer.Provider{Name: m.Config.Name, Healthy: m.healthy, Capacity: m.capacity.DeepCopy(), Carries: &carries,
+			Namespaces: m.Config.Namespaces})
 	}
 	// Said while the node is set to read claims, also before it has: a
 	// slow start does not turn claims break-before-make.

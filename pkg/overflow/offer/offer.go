@@ -45,6 +45,9 @@ type Provider struct {
 	// Carries is what of a pod the provider can run (see Portable); nil
 	// when the node does not say (it is not sluice's).
 	Carries *Carries `json:"carries,omitempty"`
+	// Namespaces are those whose pods the provider may run (their
+	// Secrets go there); empty: any.
+	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // Encode is the annotation's value.

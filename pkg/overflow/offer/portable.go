@@ -6,6 +6,7 @@ package offer
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -52,6 +53,9 @@ func (c Carries) volume(typ string) bool {
 // Health and room now are not looked at. Otherwise the error wraps
 // ErrNotPortable and names the provider and the first field in the way.
 func (p Provider) CanRun(pod *v1.Pod) error {
+	if err := p.Admits(pod.Namespace); err != nil {
+		return err
+	}
 	if p.Carries != nil {
 		if err := Portable(pod, *p.Carries); err != nil {
 			return fmt.Errorf("%w: provider %s: %s", ErrNotPortable, p.Name, Why(err))
@@ -70,6 +74,15 @@ func (p Provider) CanRun(pod *v1.Pod) error {
 		}
 	}
 	return nil
+}
+
+// Admits is nil when pods of namespace may run at the provider; otherwise
+// the error wraps ErrNotPortable and says so.
+func (p Provider) Admits(namespace string) error {
+	if len(p.Namespaces) == 0 || slices.Contains(p.Namespaces, namespace) {
+		return nil
+	}
+	return fmt.Errorf("%w: provider %s: namespace %s is not among its namespaces", ErrNotPortable, p.Name, namespace)
 }
 
 // isExtended: an extended resource (GPUs) a provider that does not list

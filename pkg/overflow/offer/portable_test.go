@@ -116,3 +116,22 @@ func TestOfferCanRun(t *testing.T) {
 		t.Errorf("a node that does not say what it carries: %v", err)
 	}
 }
+
+// TestProviderNamespaces: a provider that names its namespaces runs pods
+// of those only, and says so of the others.
+func TestProviderNamespaces(t *testing.T) {
+	gpus := v1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}
+	p := Provider{Name: "east", Namespaces: []string{"serving"}, Capacity: gpus}
+	pod := podWith(nil)
+	pod.Namespace = "serving"
+	if err := p.CanRun(pod); err != nil {
+		t.Errorf("a pod of its namespace: %v", err)
+	}
+	pod.Namespace = "team-b"
+	if err := p.CanRun(pod); err == nil || !strings.Contains(err.Error(), "namespace team-b is not among its namespaces") {
+		t.Errorf("a pod of another namespace: %v, want refused, naming it", err)
+	}
+	if err := (Provider{Name: "any", Capacity: gpus}).CanRun(pod); err != nil {
+		t.Errorf("a provider that names no namespaces: %v", err)
+	}
+}

@@ -5,9 +5,12 @@ package foundation
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,7 +31,8 @@ import (
 // PriorityClasses outside the namespaces of the scheduler's tenancy
 // policy, naming the setting, and every ResearchClaim write but the
 // scheduler's own. The shipped research class lets no other scheduler
-// preempt: its pods carry preemptionPolicy Never.
+// preempt: its pods carry preemptionPolicy Never. The shipped scheduler
+// may patch pods only with Slurm placeholders on (SubjectAccessReview).
 func TestTenancyPolicyAtTheAPI(t *testing.T) {
 	cp := harness.StartStockControlPlane(t)
 	harness.CreateObjects(t, cp, chartObjects(t))
@@ -109,6 +113,43 @@ func TestTenancyPolicyAtTheAPI(t *testing.T) {
 	refused(claims(alice).Delete(ctx, "c", metav1.DeleteOptions{}), "a ResearchClaim deleted by a tenant", byScheduler)
 	if err := claims(scheduler).Delete(ctx, "c", metav1.DeleteOptions{}); err != nil {
 		t.Errorf("a ResearchClaim deleted by the scheduler: %v", err)
+	}
+
+	// RBAC as shipped: the scheduler may patch pods only with Slurm
+	// placeholders on (their RBAC is a separate file, and a chart toggle).
+	sa := "system:serviceaccount:sluice-system:sluice-scheduler"
+	may := func(verb, resource string) bool {
+		t.Helper()
+		review, err := cp.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:sluice-system", "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: research, Verb: verb, Resource: resource},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return review.Status.Allowed
+	}
+	if !may("get", "pods") || !may("create", "pods/eviction") {
+		t.Fatalf("the shipped scheduler cannot get pods or evict them: the review itself is wrong")
+	}
+	if may("patch", "pods") {
+		t.Errorf("the shipped scheduler may patch pods with Slurm placeholders off")
+	}
+	data, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "manifests", "rbac-slurm-placeholders.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.CreateObjects(t, cp, harness.DecodeYAML(t, data))
+	harness.Eventually(t, harness.DefaultTimeout, func(context.Context) (bool, error) { return may("patch", "pods"), nil },
+		func() string { return "with manifests/rbac-slurm-placeholders.yaml the scheduler still may not patch pods" })
+	var rendered []string
+	for _, o := range harness.DecodeYAML(t, harness.Helm(t, "template", "sluice", "charts/sluice", "-n", "sluice-system", "--set", "config.slurm.placeholders.enabled=true")) {
+		if strings.HasSuffix(o.GetName(), ":slurm-placeholders") {
+			rendered = append(rendered, o.GetKind())
+		}
+	}
+	if strings.Join(rendered, ",") != "ClusterRole,ClusterRoleBinding" {
+		t.Errorf("the chart with placeholders on renders %v of sluice-scheduler:slurm-placeholders, want its ClusterRole and ClusterRoleBinding", rendered)
 	}
 }
 
