@@ -568,7 +568,7 @@ func (e *Engine) look(c *v1alpha1.ResearchClaim, now time.Time) state {
 			// Checked again before every eviction: the pod may have
 			// changed since the claim was planned.
 			if e.cfg.Recorder != nil {
-				e.cfg.Recorder.Eventf(p, nil, v1.EventTypeNormal, ReasonDropped, "Preempting", "not moved for %s after all: %s", c.Spec.Key, why)
+				e.cfg.Recorder.Eventf(p, nil, v1.EventTypeNormal, ReasonDropped, "Preempting", "not moved for %s after all: %s", researchFor(p, c), why)
 			}
 			replace(v.UID)
 			continue
@@ -586,6 +586,12 @@ func (e *Engine) notMovable(p *v1.Pod, v v1alpha1.Victim) string {
 	if overflow.OptedOut(p) {
 		return "it opted out of overflow (" + overflow.Annotation + ": " + p.Annotations[overflow.Annotation] + ")"
 	}
+	if setting := e.cfg.Classes.Refused(p); setting != "" {
+		return "namespace " + p.Namespace + " is no longer in " + setting
+	}
+	if p.Spec.NodeName != v.Node {
+		return "it is no longer on " + v.Node
+	}
 	if !e.cfg.Classes.Eligible(p) {
 		return "it is no longer production that may run on an overflow node (its priority class or tolerations changed)"
 	}
@@ -593,6 +599,15 @@ func (e *Engine) notMovable(p *v1.Pod, v v1alpha1.Victim) string {
 		return "its controller is no longer " + v.Owner.Kind + " " + v.Owner.Name
 	}
 	return ""
+}
+
+// researchFor names claim c's research to pod: by its key to its own
+// namespace, as "research" to another's.
+func researchFor(pod *v1.Pod, c *v1alpha1.ResearchClaim) string {
+	if pod.Namespace == c.Namespace {
+		return c.Spec.Key
+	}
+	return "research"
 }
 
 // replacement finds a pod replacing victim v of claim c: a pod of its
@@ -746,11 +761,7 @@ func (e *Engine) evict(ctx context.Context, stored, c *v1alpha1.ResearchClaim, s
 	evicted := 0
 	for _, m := range moves {
 		v, pod := m.v, st.pods[m.v.UID]
-		research := "research"
-		if pod.Namespace == c.Namespace {
-			research = c.Spec.Key
-		}
-		note := fmt.Sprintf("moving to an overflow node so %s gets %s (%s)", research, c.Spec.Domain, c.Spec.Note)
+		note := fmt.Sprintf("moving to an overflow node so %s gets %s (%s)", researchFor(pod, c), c.Spec.Domain, c.Spec.Note)
 		ok, err := m.mv.Evict(ctx, disruption.MovePreemption, note)
 		switch {
 		case err != nil:

@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -1176,5 +1177,26 @@ func TestBlockersNameOnlyTheViewersPods(t *testing.T) {
 		if strings.Contains(got, secret) {
 			t.Errorf("said %q to namespace research, which names %q of another namespace", got, secret)
 		}
+	}
+}
+
+// TestVictimOutsideTheTenancyPolicyIsDropped: a victim whose namespace
+// left the production namespaces after its claim was planned is not
+// evicted; its Event names the setting. One moved off its node meanwhile
+// is not evicted either.
+func TestVictimOutsideTheTenancyPolicyIsDropped(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 2, "n0", 1)
+	key := r.claim(r.claimant("train"), victims)
+	classes := r.engine.cfg.Classes
+	classes.ProductionNamespaces = labels.SelectorFromSet(labels.Set{overflow.ProductionNamespaceLabel: "true"})
+	classes.Namespace = func(string) (labels.Set, bool) { return labels.Set{}, true }
+	r.sync(key, 0)
+	if got := r.evicted(); len(got) != 0 {
+		t.Fatalf("evicted %v from a namespace that is no longer production's", got)
+	}
+	got := r.events(ReasonDropped)
+	if len(got) != 2 || !strings.Contains(got[0], overflow.ProductionNamespacesSetting) {
+		t.Errorf("%s Events %v, want one per victim naming %s", ReasonDropped, got, overflow.ProductionNamespacesSetting)
 	}
 }
