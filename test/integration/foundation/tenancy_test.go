@@ -141,7 +141,9 @@ func TestTenancyPolicyAtTheAPI(t *testing.T) {
 	}
 	harness.CreateObjects(t, cp, harness.DecodeYAML(t, data))
 	harness.Eventually(t, harness.DefaultTimeout, func(context.Context) (bool, error) { return may("patch", "pods"), nil },
-		func() string { return "with manifests/rbac-slurm-placeholders.yaml the scheduler still may not patch pods" })
+		func() string {
+			return "with manifests/rbac-slurm-placeholders.yaml the scheduler still may not patch pods"
+		})
 	var rendered []string
 	for _, o := range harness.DecodeYAML(t, harness.Helm(t, "template", "sluice", "charts/sluice", "-n", "sluice-system", "--set", "config.slurm.placeholders.enabled=true")) {
 		if strings.HasSuffix(o.GetName(), ":slurm-placeholders") {
