@@ -38,8 +38,9 @@ func TestHelmChartOnStockCluster(t *testing.T) {
 }
 
 // chartObjects are what `helm install` of the chart with its defaults
-// creates in sluice-system: the namespace, its CRDs and its templates.
-func chartObjects(t *testing.T) []*unstructured.Unstructured {
+// (and set, helm's --set arguments) creates in sluice-system: the
+// namespace, its CRDs and its templates.
+func chartObjects(t *testing.T, set ...string) []*unstructured.Unstructured {
 	t.Helper()
 	root := harness.ModuleRoot(t)
 	objs := harness.DecodeYAML(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: sluice-system}\n"))
@@ -54,7 +55,7 @@ func chartObjects(t *testing.T) []*unstructured.Unstructured {
 		}
 		objs = append(objs, harness.DecodeYAML(t, data)...)
 	}
-	return append(objs, harness.DecodeYAML(t, harness.Helm(t, "template", "sluice", "charts/sluice", "-n", "sluice-system"))...)
+	return append(objs, harness.DecodeYAML(t, harness.Helm(t, append([]string{"template", "sluice", "charts/sluice", "-n", "sluice-system"}, set...)...))...)
 }
 
 // runShipped creates objs on a stock control plane and runs the real

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -33,9 +34,12 @@ import (
 // scheduler's own. The shipped research class lets no other scheduler
 // preempt: its pods carry preemptionPolicy Never. The shipped scheduler
 // may patch pods only with Slurm placeholders on (SubjectAccessReview).
+// The overflow node, as its ServiceAccount, writes only its own Node,
+// deletes only pods bound to it, and of other pods' status writes only
+// their warm-instance condition.
 func TestTenancyPolicyAtTheAPI(t *testing.T) {
 	cp := harness.StartStockControlPlane(t)
-	harness.CreateObjects(t, cp, chartObjects(t))
+	harness.CreateObjects(t, cp, chartObjects(t, "--set", "overflowNode.enabled=true"))
 	ctx := context.Background()
 	research := harness.NewNamespace(t, cp.Client) // labelled for both classes
 	tenant := "tenant-" + harness.NewNameSuffix()  // labelled for neither
@@ -152,6 +156,59 @@ func TestTenancyPolicyAtTheAPI(t *testing.T) {
 	}
 	if strings.Join(rendered, ",") != "ClusterRole,ClusterRoleBinding" {
 		t.Errorf("the chart with placeholders on renders %v of sluice-scheduler:slurm-placeholders, want its ClusterRole and ClusterRoleBinding", rendered)
+	}
+
+	overflowNode(t, cp, research)
+}
+
+// overflowNode checks what the shipped overflow node may write, as its
+// ServiceAccount: its own Node and the pods bound to it, and of other
+// pods' status only the warm-instance condition.
+func overflowNode(t *testing.T, cp *harness.ControlPlane, ns string) {
+	ctx := context.Background()
+	vk := clientsAs(t, cp, "system:serviceaccount:sluice-system:sluice-overflow-node",
+		"system:serviceaccounts", "system:serviceaccounts:sluice-system", "system:authenticated").kube
+	harness.CreateNodes(t, cp.Client, harness.GPUNode("gpu-1", 8).Obj())
+	bound := func(name, node string) {
+		p := harness.Pod(ns, name).Obj()
+		p.Spec.NodeName = node
+		harness.CreatePods(t, cp.Client, p)
+	}
+	bound("on-overflow", "sluice-overflow")
+	bound("on-gpu", "gpu-1")
+	const refusal = "the overflow node writes only"
+	refused := func(err error, what string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), refusal) {
+			t.Errorf("the overflow node %s: %v, want it refused by its admission policy", what, err)
+		}
+	}
+	// In force once it refuses (the apiserver compiles it after it is
+	// created).
+	label := []byte(`{"metadata":{"labels":{"taken":"true"}}}`)
+	harness.Eventually(t, harness.DefaultTimeout, func(context.Context) (bool, error) {
+		_, err := vk.CoreV1().Nodes().Patch(ctx, "gpu-1", types.MergePatchType, label, metav1.PatchOptions{})
+		return err != nil && strings.Contains(err.Error(), refusal), nil
+	}, func() string { return "the overflow node may still label a physical node" })
+	own := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "sluice-overflow", Labels: map[string]string{"type": "virtual-kubelet"}}}
+	if _, err := vk.CoreV1().Nodes().Create(ctx, own, metav1.CreateOptions{}); err != nil {
+		t.Errorf("the overflow node creating its own Node: %v", err)
+	} else {
+		t.Cleanup(func() { _ = cp.Client.CoreV1().Nodes().Delete(context.Background(), "sluice-overflow", metav1.DeleteOptions{}) })
+	}
+	refused(vk.CoreV1().Pods(ns).Delete(ctx, "on-gpu", metav1.DeleteOptions{}), "deleting a pod of a physical node")
+	warm := []byte(`{"status":{"conditions":[{"type":"overflow.sluice.dev/WarmReady","status":"False","reason":"WarmStarting"}]}}`)
+	if _, err := vk.CoreV1().Pods(ns).Patch(ctx, "on-gpu", types.StrategicMergePatchType, warm, metav1.PatchOptions{}, "status"); err != nil {
+		t.Errorf("the overflow node reporting a victim's warm instance: %v", err)
+	}
+	failed := []byte(`{"status":{"phase":"Failed"}}`)
+	_, err := vk.CoreV1().Pods(ns).Patch(ctx, "on-gpu", types.StrategicMergePatchType, failed, metav1.PatchOptions{}, "status")
+	refused(err, "failing a pod of a physical node")
+	if _, err := vk.CoreV1().Pods(ns).Patch(ctx, "on-overflow", types.StrategicMergePatchType, failed, metav1.PatchOptions{}, "status"); err != nil {
+		t.Errorf("the overflow node failing a pod bound to it: %v", err)
+	}
+	if err := vk.CoreV1().Pods(ns).Delete(ctx, "on-overflow", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("the overflow node deleting a pod bound to it: %v", err)
 	}
 }
 
