@@ -47,7 +47,7 @@ func TestTenancyPolicyAtTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	harness.OwnNamespace(t, cp.Client, tenant)
-	grant(t, cp, "alice", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "delete"}},
+	grant(t, cp, "alice", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "update", "delete"}},
 		rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"researchclaims", "researchclaims/status"}, Verbs: []string{"*"}})
 	alice := clientsAs(t, cp, "alice", "system:authenticated")
 	scheduler := clientsAs(t, cp, "system:serviceaccount:sluice-system:sluice-scheduler", "system:serviceaccounts", "system:serviceaccounts:sluice-system", "system:authenticated")
@@ -84,8 +84,23 @@ func TestTenancyPolicyAtTheAPI(t *testing.T) {
 	if err := pod(tenant, "plain", ""); err != nil {
 		t.Errorf("a pod of no class in %s: %v, want it admitted", tenant, err)
 	}
+	// Tolerating the overflow nodes is asking to run at the providers:
+	// production's namespaces only, when created or added later.
+	tolerating := harness.Pod(tenant, "stowaway").TolerateOverflow().Obj()
+	_, err := alice.kube.CoreV1().Pods(tenant).Create(ctx, tolerating, metav1.CreateOptions{})
+	refused(err, "a pod tolerating the overflow nodes outside the production namespaces", "tolerating the overflow nodes", tenant)
+	plain, err := alice.kube.CoreV1().Pods(tenant).Get(ctx, "plain", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.Spec.Tolerations = append(plain.Spec.Tolerations, tolerating.Spec.Tolerations...)
+	_, err = alice.kube.CoreV1().Pods(tenant).Update(ctx, plain, metav1.UpdateOptions{})
+	refused(err, "a toleration of the overflow nodes added to a pod outside the production namespaces", "tolerating the overflow nodes")
 	if err := pod(research, "train", "research"); err != nil {
 		t.Fatalf("a research pod in a research namespace: %v", err)
+	}
+	if _, err := alice.kube.CoreV1().Pods(research).Create(ctx, harness.Pod(research, "serve").TolerateOverflow().Obj(), metav1.CreateOptions{}); err != nil {
+		t.Errorf("a pod tolerating the overflow nodes in a production namespace: %v", err)
 	}
 	got, err := cp.Client.CoreV1().Pods(research).Get(ctx, "train", metav1.GetOptions{})
 	if err != nil {
