@@ -209,7 +209,9 @@ func overflowNode(t *testing.T, cp *harness.ControlPlane, ns string) {
 	if _, err := vk.CoreV1().Nodes().Create(ctx, own, metav1.CreateOptions{}); err != nil {
 		t.Errorf("the overflow node creating its own Node: %v", err)
 	} else {
-		t.Cleanup(func() { _ = cp.Client.CoreV1().Nodes().Delete(context.Background(), "sluice-overflow", metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = cp.Client.CoreV1().Nodes().Delete(context.Background(), "sluice-overflow", metav1.DeleteOptions{})
+		})
 	}
 	refused(vk.CoreV1().Pods(ns).Delete(ctx, "on-gpu", metav1.DeleteOptions{}), "deleting a pod of a physical node")
 	warm := []byte(`{"status":{"conditions":[{"type":"overflow.sluice.dev/WarmReady","status":"False","reason":"WarmStarting"}]}}`)
