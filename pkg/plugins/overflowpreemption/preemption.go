@@ -73,15 +73,24 @@ func passedOver(viewer string, pods []overflow.Blocked) string {
 	if len(pods) == 0 {
 		return ""
 	}
-	blocked := make([]*v1.Pod, len(pods))
-	for i, b := range pods {
-		blocked[i] = b.Pod
+	var names []string
+	other := 0
+	for _, b := range pods {
+		switch {
+		case b.Pod.Namespace != viewer:
+			other++
+		case len(names) < 3:
+			names = append(names, b.Pod.Name)
+		}
 	}
-	msg := fmt.Sprintf("; %s no overflow provider can run were passed over", describe(viewer, blocked))
+	if other > 0 {
+		names = append(names, fmt.Sprintf("%d of other namespaces", other))
+	}
+	why := ""
 	if pods[0].Pod.Namespace == viewer {
-		msg += " (" + pods[0].Pod.Name + ": " + pods[0].Why + ")"
+		why = ": " + pods[0].Why
 	}
-	return msg
+	return fmt.Sprintf("; %d production pods no overflow provider can run were passed over (%s%s)", len(pods), strings.Join(names, ", "), why)
 }
 
 // start records a plan as a ResearchClaim in the apiserver (the claim
