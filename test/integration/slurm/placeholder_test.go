@@ -204,8 +204,11 @@ func testSweepTouchesOnlyItsOwnJobs(t *testing.T, env slurmEnv) {
 		t.Fatal(err)
 	}
 	submit := func(name, comment string) string {
-		id := strings.TrimSpace(env.must(t, "sbatch", "--parsable", "-J", name, "--comment", comment, "-w", "gpu06", "--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 600"))
+		id := strings.TrimSpace(env.must(t, "sbatch", "--parsable", "-J", name, "--comment", comment, "-w", "gpu08", "--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 600"))
 		t.Cleanup(func() { _, _ = env.run("scancel", id) })
+		if st := env.waitJob(t, id, func(st, _ string) bool { return st != "PENDING" }); !strings.HasPrefix(st, "RUNNING") {
+			t.Fatalf("Slurm job %s (%s) is %q, want it RUNNING", id, name, st)
+		}
 		return id
 	}
 	foreign := submit(slurmhold.JobPrefix+"0f3c6a4e-0000-4000-8000-000000000000", "a user's own job")
@@ -219,7 +222,8 @@ func testSweepTouchesOnlyItsOwnJobs(t *testing.T, env slurmEnv) {
 	unbound.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "no-such-node"}
 	harness.CreatePods(t, cp.Client, unbound)
 	witness := submit(slurmhold.JobPrefix+string(getPod(t, cp, ns, "unbound").UID), slurmhold.OwnerPrefix+string(system.UID)+": witness")
-	if st := env.waitJob(t, witness, ended); !strings.HasPrefix(st, "CANCELLED") && st != "gone" {
+	cancelled := func(st, _ string) bool { return strings.HasPrefix(st, "CANCELLED") }
+	if st := env.waitJob(t, witness, cancelled); !strings.HasPrefix(st, "CANCELLED") && st != "gone" {
 		t.Fatalf("this cluster's placeholder job %s that no bound pod claims is %q, want CANCELLED after the grace period", witness, st)
 	}
 	if st := env.jobState(t, job); !strings.HasPrefix(st, "RUNNING") {
