@@ -325,14 +325,7 @@ func TestSecretsOverTLS(t *testing.T) {
 		http.Redirect(w, r, plain.URL+r.URL.Path, http.StatusTemporaryRedirect)
 	}))
 	defer redirect.Close()
-	redirectCA := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(redirectCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: redirect.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rc, err := httpprovider.New(httpprovider.Options{URL: redirect.URL, CAFile: redirectCA, Node: "sluice-overflow", Secrets: true, ConfigMaps: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := carryingClient(t, redirect)
 	if err := rc.Create(ctx, id, p, homeRefs("one")); err == nil || !strings.Contains(err.Error(), "307") {
 		t.Errorf("a redirected PUT: %v, want the 307 as an error", err)
 	}
@@ -499,17 +492,10 @@ func TestProviderErrorsEchoNoRequest(t *testing.T) {
 				_, _ = w.Write(tc.echo(body))
 			}))
 			defer srv.Close()
-			ca := filepath.Join(t.TempDir(), "ca.crt")
-			if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			c, err := httpprovider.New(httpprovider.Options{URL: srv.URL, CAFile: ca, Node: "sluice-overflow", Secrets: true, ConfigMaps: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := carryingClient(t, srv)
 			p := pod("llm-0", "e")
 			readsHome(p)
-			err = c.Create(context.Background(), provider.IDFor(p.UID), p, homeRefs("hf_TOPSECRET42"))
+			err := c.Create(context.Background(), provider.IDFor(p.UID), p, homeRefs("hf_TOPSECRET42"))
 			if err == nil || !strings.Contains(err.Error(), "400") {
 				t.Fatalf("Create: %v, want the 400", err)
 			}
@@ -521,4 +507,19 @@ func TestProviderErrorsEchoNoRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// carryingClient is a client of srv (https, trusting its certificate)
+// that carries Secrets and ConfigMaps.
+func carryingClient(t *testing.T, srv *httptest.Server) *httpprovider.Client {
+	t.Helper()
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := httpprovider.New(httpprovider.Options{URL: srv.URL, CAFile: ca, Node: "sluice-overflow", Secrets: true, ConfigMaps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
