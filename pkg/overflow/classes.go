@@ -161,6 +161,14 @@ func (c *Classes) Eligible(pod *v1.Pod) bool {
 	return c.ToleratesOverflow(pod)
 }
 
+// Returnable reports whether a pod on an overflow node may be moved back
+// to physical GPUs: of a production class, whatever its namespace (one
+// whose namespace left the production namespaces comes home too), not
+// opted out, not being deleted.
+func (c *Classes) Returnable(pod *v1.Pod) bool {
+	return c.Production.Has(pod.Spec.PriorityClassName) && !OptedOut(pod) && pod.DeletionTimestamp == nil
+}
+
 // OptedOut reports whether the pod's owners opted it out of overflow
 // (sluice.dev/overflow: never, in any case, spaces around it ignored).
 func OptedOut(pod *v1.Pod) bool {

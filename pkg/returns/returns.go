@@ -197,7 +197,9 @@ func (r *Controller) Tick(ctx context.Context) {
 	}
 	var onOverflow []*v1.Pod
 	for _, p := range pods {
-		if !r.cfg.Classes.IsProduction(p) {
+		// By class alone: production whose namespace left the
+		// production namespaces is still brought home.
+		if !r.cfg.Classes.Production.Has(p.Spec.PriorityClassName) {
 			continue
 		}
 		if _, overflow := r.nodeKind(p.Spec.NodeName); overflow {
@@ -306,7 +308,7 @@ func (r *Controller) timedOut(ctx context.Context, budget string, w *wave) {
 func (r *Controller) movable(ctx context.Context, pods, onOverflow []*v1.Pod, now time.Time) []*v1.Pod {
 	var candidates []*v1.Pod
 	for _, p := range onOverflow {
-		if r.cfg.Classes.Eligible(p) && podReady(p) {
+		if r.cfg.Classes.Returnable(p) && podReady(p) {
 			candidates = append(candidates, p)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -493,5 +494,21 @@ func TestReturnSeesOtherDisruptions(t *testing.T) {
 	w.at(time.Minute)
 	if got := w.evictedNames(); len(got) != 0 {
 		t.Fatalf("returned %v with 2 of 8 replicas already down and a default budget of 2", got)
+	}
+}
+
+// TestProductionLeftOutOfThePolicyComesHome: production on an overflow
+// node whose namespace left the production namespaces (or was never
+// labelled, as on an upgrade) still comes home when room frees: the
+// policy keeps pods off the providers, never on them.
+func TestProductionLeftOutOfThePolicyComesHome(t *testing.T) {
+	w := newWorld(t)
+	classes := w.rc.cfg.Classes
+	classes.ProductionNamespaces = labels.SelectorFromSet(labels.Set{overflow.ProductionNamespaceLabel: "true"})
+	classes.Namespace = func(string) (labels.Set, bool) { return labels.Set{}, true }
+	w.at(0)
+	w.at(61 * time.Second)
+	if w.moves() != 1 {
+		t.Errorf("%d moves of production outside the production namespaces after a full window of room, want 1", w.moves())
 	}
 }
