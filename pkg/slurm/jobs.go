@@ -319,7 +319,9 @@ func (c Commands) Jobs(ctx context.Context, prefix string) ([]Job, error) {
 	var jobs []Job
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.SplitN(strings.TrimSpace(line), "|", 7)
-		if len(f) != 7 || !strings.HasPrefix(f[1], prefix) {
+		if len(f) != 7 || !strings.HasPrefix(f[1], prefix) || !jobID(f[0]) {
+			// Not a job line (a name or comment with a newline in it
+			// cannot pass for one without a job id of digits).
 			continue
 		}
 		comment := f[6]
@@ -329,6 +331,16 @@ func (c Commands) Jobs(ctx context.Context, prefix string) ([]Job, error) {
 		jobs = append(jobs, Job{ID: f[0], Name: f[1], State: f[2], Nodes: f[3], Reason: f[4], User: f[5], Comment: comment})
 	}
 	return jobs, nil
+}
+
+// jobID reports whether s is a job id: digits, or an array job's
+// <id>_<index>.
+func jobID(s string) bool {
+	id, index, array := strings.Cut(s, "_")
+	digits := func(s string) bool {
+		return s != "" && strings.Trim(s, "0123456789") == ""
+	}
+	return digits(id) && (!array || digits(index))
 }
 
 // CancelJob runs scancel (which does not fail for a job that has ended).

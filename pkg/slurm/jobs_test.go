@@ -98,7 +98,7 @@ func TestPlaceholderCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("scontrol", "[ \"$5\" = 9 ] && exec cat "+filepath.Join(dir, "show")+"\necho 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1\n")
-	write("squeue", "echo '8|sluice-gone|CANCELLED|gpu03|None|root|(null)'\necho '9|sluice-0f3c6a4e|RUNNING|gpu02|None|root|sluice-cluster=c1: GPUs of pod ml/a|b'\necho '10|wrap|PENDING||Resources|alice|'\n")
+	write("squeue", "echo '8|sluice-gone|CANCELLED|gpu03|None|root|(null)'\necho '9|sluice-0f3c6a4e|RUNNING|gpu02|None|root|sluice-cluster=c1: GPUs of pod ml/a|b'\necho '10|wrap|PENDING||Resources|alice|'\necho 'GPUs of pod ml/b|sluice-forged|RUNNING|gpu01|None|root|x'\n")
 	c := Commands{Dir: dir}
 	ctx := context.Background()
 	id, err := c.SubmitPlaceholder(ctx, Placeholder{Name: "sluice-uid", Comment: "sluice: GPUs of pod ml/a; rm -rf /", Node: "gpu02", GRES: "gpu", GPUs: 4, Partition: "hold"})

@@ -265,12 +265,19 @@ func TestSweepTrustsSlurmNotThePod(t *testing.T) {
 	tampered.Spec.NodeName = "gpu01"
 	tampered.Annotations = map[string]string{AnnotationJob: "999", AnnotationNode: "elsewhere"}
 	f.store(tampered)
+	// Held by a placeholder of an earlier version (no owner in its
+	// comment): neither touched nor reported lost.
+	old := gpuPod("old", 2)
+	old.Spec.NodeName = "gpu01"
+	old.Annotations = map[string]string{AnnotationJob: "8", AnnotationNode: "gpu01"}
+	f.store(old)
 	ours := "sluice-cluster=" + testOwner + ": GPUs of pod ml/x"
 	f.jobs.list = []slurm.Job{
 		{ID: "2", Name: JobPrefix + "tampered-uid", State: "RUNNING", Nodes: "gpu01", User: "root", Comment: ours},
 		{ID: "5", Name: JobPrefix + "gone-uid", State: "RUNNING", Nodes: "gpu01", User: "alice", Comment: ours},
 		{ID: "6", Name: JobPrefix + "gone-uid", State: "RUNNING", Nodes: "gpu01", User: "root", Comment: "sluice-cluster=another-cluster"},
 		{ID: "7", Name: JobPrefix + "gone-uid", State: "RUNNING", Nodes: "gpu01", User: "root", Comment: "my own job"},
+		{ID: "8", Name: JobPrefix + "old-uid", State: "RUNNING", Nodes: "gpu01", User: "root", Comment: "sluice: GPUs of pod ml/old"},
 	}
 	ctx := context.Background()
 	for range 2 {
@@ -284,7 +291,12 @@ func TestSweepTrustsSlurmNotThePod(t *testing.T) {
 		f.h.mu.Unlock()
 	}
 	if len(f.jobs.cancelled) != 0 {
-		t.Errorf("cancelled %v, want none: job 2 holds its bound pod's GPUs, 5-7 are not this sluice's", f.jobs.cancelled)
+		t.Errorf("cancelled %v, want none: job 2 holds its bound pod's GPUs, 5-8 are not this sluice's", f.jobs.cancelled)
+	}
+	for len(f.recorder.Events) > 0 {
+		if e := <-f.recorder.Events; strings.Contains(e, ReasonLost) && strings.Contains(e, "job 8") {
+			t.Errorf("a pod held by a running job of an earlier version was reported lost: %s", e)
+		}
 	}
 }
 

@@ -65,10 +65,15 @@ func (h *Holder) Sweep(ctx context.Context) error {
 	h.mu.Lock()
 	for i := range jobs {
 		j := &jobs[i]
-		if j.Ended() || !h.ours(j) {
+		if j.Ended() {
 			continue
 		}
+		// Live whoever submitted it (a pod held by a placeholder of an
+		// earlier version is not lost); only this sluice's are touched.
 		live[j.ID] = true
+		if !h.ours(j) {
+			continue
+		}
 		pod := h.podByUID(strings.TrimPrefix(j.Name, JobPrefix))
 		switch {
 		case pod == nil:

@@ -184,10 +184,8 @@ func (pl *OverflowPreemption) postFilter(ctx context.Context, pod *v1.Pod) (*fwk
 		return nil, fwk.AsStatus(err)
 	}
 	if !pl.classes.IsResearch(pod) {
-		if setting := pl.classes.Refused(pod); setting != "" {
-			pl.waiting.Add(pod) // until its namespace's labels change
-			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: namespace %s is not in %s (OverflowPreemption's args), so its pods of PriorityClass %s are not research and claim nothing",
-				ReasonNotResearch, pod.Namespace, setting, pod.Spec.PriorityClassName))
+		if st := pl.refused(pod); st != nil {
+			return nil, st
 		}
 		return nil, fwk.NewStatus(fwk.Unschedulable, ReasonNotResearch+": only research pods claim room from production")
 	}
@@ -283,6 +281,19 @@ func nominate(pod *v1.Pod, c *v1alpha1.ResearchClaim) (*fwk.PostFilterResult, *f
 	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("claim %s does not cover this pod", c.Name))
 }
 
+// refused is the status of research-class pods the tenancy policy keeps
+// out of research (their namespace is not selected), or nil; they are
+// retried when a namespace's labels change.
+func (pl *OverflowPreemption) refused(pods ...*v1.Pod) *fwk.Status {
+	setting := pl.classes.Refused(pods[0])
+	if setting == "" {
+		return nil
+	}
+	pl.waiting.Add(pods...)
+	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: namespace %s is not in %s (OverflowPreemption's args), so its pods of PriorityClass %s are not research and claim nothing",
+		ReasonNotResearch, pods[0].Namespace, setting, pods[0].Spec.PriorityClassName))
+}
+
 // PodGroupPostFilter claims one fabric domain for a native gang. Before
 // anything is evicted, the plan is checked by the scheduler itself: the
 // victims are removed from a copy of the snapshot and the whole gang is
@@ -299,6 +310,9 @@ func (pl *OverflowPreemption) PodGroupPostFilter(ctx context.Context, _ fwk.PodG
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if !pl.classes.IsResearch(pods[0]) {
+		if st := pl.refused(pods...); st != nil {
+			return nil, st
+		}
 		return nil, fwk.NewStatus(fwk.Unschedulable, ReasonNotResearch+": only research gangs claim room from production")
 	}
 	if !pl.store.Served() {
