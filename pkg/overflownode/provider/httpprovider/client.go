@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,18 +115,51 @@ func (c *Client) put(ctx context.Context, id string, pod *v1.Pod, refs provider.
 		return err
 	}
 	err = c.doWith(ctx, http.MethodPut, "/v1/workloads/"+url.PathEscape(id), nil, body, nil, hdr)
-	// A message that names a Secret's value (decoded) is not shown either.
 	var se *StatusError
-	if errors.As(err, &se) {
-		for _, o := range req.Secrets {
+	if errors.As(err, &se) && repeatsAny(se.full, sensitive(req)) {
+		se.Message = notShown
+	}
+	return err
+}
+
+// sensitive are the values of a request a provider's message must not
+// repeat: its Secrets' and ConfigMaps' data and its literal environment.
+func sensitive(req *CreateRequest) [][]byte {
+	var out [][]byte
+	for _, objs := range [][]Object{req.Secrets, req.ConfigMaps} {
+		for _, o := range objs {
 			for _, v := range o.Data {
-				if len(v) >= 4 && strings.Contains(se.Message, string(v)) {
-					se.Message = notShown
+				out = append(out, v)
+			}
+		}
+	}
+	for _, cs := range [][]Container{req.InitContainers, req.Containers} {
+		for _, c := range cs {
+			for _, e := range c.Env {
+				if e.Value != "" {
+					out = append(out, []byte(e.Value))
 				}
 			}
 		}
 	}
-	return err
+	return out
+}
+
+// repeatsAny reports whether msg holds any of values (of at least 4
+// bytes), as sent or base64-encoded (as JSON carries them), or any window
+// bytes of them.
+func repeatsAny(msg string, values [][]byte) bool {
+	for _, v := range values {
+		if len(v) < 4 {
+			continue
+		}
+		for _, form := range []string{string(v), base64.StdEncoding.EncodeToString(v)} {
+			if strings.Contains(msg, form) || repeats(msg, []byte(form)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Adopt puts the workload's pod: PUT /v1/workloads/{id}/pod.
@@ -235,7 +269,10 @@ func (c *Client) Health(ctx context.Context) error {
 type StatusError struct {
 	Method, Path string
 	Code         int
-	Message      string
+	// Message is the provider's, cut (see answer); full is all of it,
+	// never shown, to check it against what the request carried.
+	Message string
+	full    string
 }
 
 func (e *StatusError) Error() string {
@@ -293,7 +330,8 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	return nil, &StatusError{Method: method, Path: path, Code: resp.StatusCode, Message: answer(data, body)}
+	full := answer(data)
+	return nil, &StatusError{Method: method, Path: path, Code: resp.StatusCode, Message: cut(full), full: full}
 }
 
 // maxMessage bounds a provider's error message as the node repeats it (in
@@ -304,20 +342,20 @@ const maxMessage = 200
 const notShown = "(the provider's message repeats the request, so it is not shown)"
 
 // answer is what is said of a provider's error answer: the message of the
-// contract's {"error": ...}, cut to maxMessage bytes, and nothing of an
-// answer in any other form; nothing either when it repeats any part of
-// the request (sent), which may carry Secrets.
-func answer(data, sent []byte) string {
+// contract's {"error": ...}, and nothing of an answer in any other form
+// (a framework's default page may repeat the request).
+func answer(data []byte) string {
 	var e Error
 	if json.Unmarshal(data, &e) != nil || strings.TrimSpace(e.Error) == "" {
 		return "(no error message in the contract's form)"
 	}
-	msg := strings.TrimSpace(e.Error)
+	return strings.TrimSpace(e.Error)
+}
+
+// cut shortens a provider's message to maxMessage bytes.
+func cut(msg string) string {
 	if len(msg) > maxMessage {
 		msg = strings.ToValidUTF8(msg[:maxMessage], "") + "..."
-	}
-	if repeats(msg, sent) {
-		return notShown
 	}
 	return msg
 }
@@ -326,7 +364,8 @@ func answer(data, sent []byte) string {
 // repeat.
 const window = 12
 
-// repeats reports whether msg holds any window bytes of sent.
+// repeats reports whether msg holds any window bytes of sent (a value
+// shorter than window is looked for whole, by repeatsAny).
 func repeats(msg string, sent []byte) bool {
 	if len(sent) < window || len(msg) < window {
 		return false

@@ -484,6 +484,9 @@ func TestProviderErrorsEchoNoRequest(t *testing.T) {
 		}},
 		{"plain text", func(body []byte) []byte { return append([]byte("bad request: "), body...) }},
 		{"a Secret's value, decoded", func([]byte) []byte { return []byte(`{"error":"the token hf_TOPSECRET42 is not valid here"}`) }},
+		{"a Secret's value past the cut", func([]byte) []byte {
+			return []byte(`{"error":"` + strings.Repeat("x", 300) + ` token hf_TOPSECRET42"}`)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -522,4 +525,20 @@ func carryingClient(t *testing.T, srv *httptest.Server) *httpprovider.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestProviderErrorsAreShown: a provider's message that repeats nothing
+// the request carried is shown (cut), naming what it names (the image).
+func TestProviderErrorsAreShown(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"image vllm/vllm-openai:v0.11 is not in our registry mirror"}`))
+	}))
+	defer srv.Close()
+	p := pod("llm-0", "e")
+	readsHome(p)
+	err := carryingClient(t, srv).Create(context.Background(), provider.IDFor(p.UID), p, homeRefs("hf_TOPSECRET42"))
+	if err == nil || !strings.Contains(err.Error(), "image vllm/vllm-openai:v0.11 is not in our registry mirror") {
+		t.Errorf("Create: %v, want the provider's message", err)
+	}
 }
