@@ -37,7 +37,8 @@ import (
 // may patch pods only with Slurm placeholders on (SubjectAccessReview).
 // The overflow node, as its ServiceAccount, writes only its own Node,
 // deletes only pods bound to it, and of other pods' status writes only
-// their warm-instance condition.
+// their warm-instance condition; and only production's namespaces reach
+// the overflow node, named in spec.nodeName or bound by any scheduler.
 func TestTenancyPolicyAtTheAPI(t *testing.T) {
 	cp := harness.StartStockControlPlane(t)
 	harness.CreateObjects(t, cp, chartObjects(t, "--set", "overflowNode.enabled=true"))
@@ -177,6 +178,26 @@ func TestTenancyPolicyAtTheAPI(t *testing.T) {
 	}
 
 	overflowNode(t, cp, research)
+
+	// Only production's namespaces reach the overflow node, however the
+	// pod gets there: named in spec.nodeName, or bound by any scheduler.
+	direct := harness.Pod(tenant, "direct").Obj()
+	direct.Spec.NodeName = "sluice-overflow"
+	_, err = cp.Client.CoreV1().Pods(tenant).Create(ctx, direct, metav1.CreateOptions{})
+	refused(err, "a pod outside the production namespaces naming the overflow node", "the overflow node sluice-overflow runs pods at external providers", tenant)
+	if err := pod(tenant, "unbound", ""); err != nil {
+		t.Fatal(err)
+	}
+	binding := &v1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "unbound"}, Target: v1.ObjectReference{Kind: "Node", Name: "sluice-overflow"}}
+	refused(cp.Client.CoreV1().Pods(tenant).Bind(ctx, binding, metav1.CreateOptions{}), "binding a pod outside the production namespaces to the overflow node",
+		"the overflow node sluice-overflow runs pods at external providers")
+	if err := pod(research, "serve-2", ""); err != nil {
+		t.Fatal(err)
+	}
+	binding = &v1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: research, Name: "serve-2"}, Target: v1.ObjectReference{Kind: "Node", Name: "sluice-overflow"}}
+	if err := cp.Client.CoreV1().Pods(research).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Errorf("binding a pod of a production namespace to the overflow node: %v", err)
+	}
 }
 
 // overflowNode checks what the shipped overflow node may write, as its
