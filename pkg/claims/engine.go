@@ -439,14 +439,17 @@ func (e *Engine) settle(ctx context.Context, stored, c *v1alpha1.ResearchClaim, 
 	return e.cfg.Store.Delete(ctx, c.Namespace, c.Name)
 }
 
-// claimants are the claim's research pods that still exist (by UID), and
+// claimants are the claim's research pods that still exist (by UID) and
+// are still research (their namespace in the research namespaces), and
 // how many of them are bound.
 func (e *Engine) claimants(c *v1alpha1.ResearchClaim) ([]*v1.Pod, int) {
 	var out []*v1.Pod
 	bound := 0
 	for _, cl := range c.Spec.Claimants {
 		p, err := e.pods.Pods(c.Namespace).Get(cl.Name)
-		if err != nil || p.UID != cl.UID || p.DeletionTimestamp != nil {
+		// A claimant whose namespace left the research namespaces is
+		// gone for its claim: nothing more is evicted for it.
+		if err != nil || p.UID != cl.UID || p.DeletionTimestamp != nil || e.cfg.Classes.LeftResearch(p) {
 			continue
 		}
 		out = append(out, p)

@@ -1200,3 +1200,32 @@ func TestVictimOutsideTheTenancyPolicyIsDropped(t *testing.T) {
 		t.Errorf("%s Events %v, want one per victim naming %s", ReasonDropped, got, overflow.ProductionNamespacesSetting)
 	}
 }
+
+// TestClaimantOutsideTheTenancyPolicyEvictsNothingMore: a claim whose
+// research namespace leaves the research namespaces mid-claim evicts
+// nothing more (its claimants are gone for it); one whose namespace is not
+// known yet (a new leader's cache) goes on.
+func TestClaimantOutsideTheTenancyPolicyEvictsNothingMore(t *testing.T) {
+	r := newRig(t)
+	victims := r.rs("serve", 4, "n0", 1)
+	key := r.claim(r.claimant("train"), victims)
+	classes := r.engine.cfg.Classes
+	classes.ResearchNamespaces = labels.SelectorFromSet(labels.Set{overflow.ResearchNamespaceLabel: "true"})
+	known := false
+	classes.Namespace = func(string) (labels.Set, bool) { return labels.Set{}, known }
+	r.sync(key, 0)
+	first := len(r.evicted())
+	if first == 0 {
+		t.Fatalf("nothing evicted while the claimant's namespace is not known yet")
+	}
+	known = true // known now, and outside the research namespaces
+	for i := 1; i < 4; i++ {
+		for j, name := range r.evicted() {
+			r.replace("serve", fmt.Sprintf("new-%d-%d-%s", i, j, name), "vk")
+		}
+		r.sync(key, time.Duration(i)*time.Second)
+	}
+	if got := len(r.evicted()); got != first {
+		t.Errorf("%d evicted after the claimant's namespace left the research namespaces, want %d (no more)", got, first)
+	}
+}

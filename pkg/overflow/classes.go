@@ -123,6 +123,17 @@ func (c *Classes) Refused(pod *v1.Pod) string {
 	return ""
 }
 
+// LeftResearch reports whether a pod of a research class is in a
+// namespace known to be outside the research namespaces (one not known
+// yet is not taken as left).
+func (c *Classes) LeftResearch(pod *v1.Pod) bool {
+	if !c.Research.Has(pod.Spec.PriorityClassName) || c.ResearchNamespaces == nil || c.ResearchNamespaces.Empty() || c.Namespace == nil {
+		return false
+	}
+	set, ok := c.Namespace(pod.Namespace)
+	return ok && !c.ResearchNamespaces.Matches(set)
+}
+
 // allows reports whether sel selects the namespace; a namespace not known
 // is selected only by a selector of everything (fail safe).
 func (c *Classes) allows(sel labels.Selector, namespace string) bool {
