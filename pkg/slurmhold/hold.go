@@ -127,14 +127,23 @@ type Holder struct {
 	unclaimed map[string]time.Time
 	// reported: pod UID and job of pods already reported lost.
 	reported map[string]bool
-	kick     chan struct{}
+	// held: which placeholder job holds which pod's GPUs, on which
+	// Kubernetes node, as Slurm says (each sweep's list, and each job this
+	// scheduler started since): never the pod's annotations, which its
+	// tenant may edit.
+	held map[types.UID]holding
+	kick chan struct{}
 }
 
-// Index names on the pod informer.
-const (
-	uidIndex  = "sluice.dev/uid"
-	heldIndex = "sluice.dev/slurm-held-node"
-)
+// holding is a placeholder job holding a pod's GPUs on a node, and since
+// when this scheduler knows.
+type holding struct {
+	job, node string
+	since     time.Time
+}
+
+// uidIndex indexes the pod informer by UID.
+const uidIndex = "sluice.dev/uid"
 
 // New builds a Holder and indexes the pod informer by UID and by the node
 // whose GPUs a placeholder holds, and tells the view how many GPUs
@@ -154,38 +163,26 @@ func New(cfg Config) (*Holder, error) {
 			}
 			return nil, nil
 		},
-		heldIndex: func(obj any) ([]string, error) {
-			if p, ok := obj.(*v1.Pod); ok {
-				if node := HeldOn(p); node != "" {
-					return []string{node}, nil
-				}
-			}
-			return nil, nil
-		},
 	}); err != nil {
 		return nil, err
 	}
 	h := &Holder{cfg: cfg, indexer: inf.GetIndexer(), refused: map[types.UID]map[string]refusal{},
-		inFlight: map[string]bool{}, unclaimed: map[string]time.Time{}, reported: map[string]bool{}, kick: make(chan struct{}, 1)}
+		inFlight: map[string]bool{}, unclaimed: map[string]time.Time{}, reported: map[string]bool{},
+		held: map[types.UID]holding{}, kick: make(chan struct{}, 1)}
 	cfg.View.SetPlaceholders(h.HeldGPUs)
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if p, ok := obj.(*v1.Pod); ok && HeldOn(p) != "" {
-				cfg.View.Invalidate()
-			}
-		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*v1.Pod)
 			n, ok2 := newObj.(*v1.Pod)
-			if ok1 && ok2 && (HeldOn(o) != HeldOn(n) || o.Annotations[AnnotationJob] != n.Annotations[AnnotationJob]) {
-				cfg.View.Invalidate()
+			if ok1 && ok2 && o.Spec.NodeName != n.Spec.NodeName && h.holds(n.UID) {
+				cfg.View.Invalidate() // bound: its placeholder is its own request now
 			}
 		},
 		DeleteFunc: func(obj any) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
-			if p, ok := obj.(*v1.Pod); ok && p.Annotations[AnnotationJob] != "" {
+			if p, ok := obj.(*v1.Pod); ok && h.holds(p.UID) {
 				cfg.View.Invalidate()
 				h.Kick()
 			}
@@ -196,29 +193,58 @@ func New(cfg Config) (*Holder, error) {
 	return h, nil
 }
 
-// HeldOn is the node whose GPUs a placeholder holds for a pod: the
-// annotated node when the pod is bound there (a pod annotated for one node
-// and bound to another holds nothing).
-func HeldOn(p *v1.Pod) string {
-	if p.Annotations[AnnotationJob] == "" || p.Spec.NodeName == "" || p.Annotations[AnnotationNode] != p.Spec.NodeName {
+// holds reports whether a placeholder job holds the pod's GPUs.
+func (h *Holder) holds(uid types.UID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.held[uid]
+	return ok
+}
+
+// HeldOn is the node whose GPUs a placeholder holds for a pod bound
+// there, or "".
+func (h *Holder) HeldOn(p *v1.Pod) string {
+	h.mu.Lock()
+	hd, ok := h.held[p.UID]
+	h.mu.Unlock()
+	if !ok || p.Spec.NodeName == "" || hd.node != p.Spec.NodeName {
 		return ""
 	}
-	return p.Spec.NodeName
+	return hd.node
 }
 
 // HeldGPUs is how many GPUs placeholder jobs hold for pods bound to a
 // node.
 func (h *Holder) HeldGPUs(nodeName string) int64 {
-	objs, err := h.indexer.ByIndex(heldIndex, nodeName)
-	if err != nil {
-		return 0
+	h.mu.Lock()
+	var uids []types.UID
+	for uid, hd := range h.held {
+		if hd.node == nodeName {
+			uids = append(uids, uid)
+		}
 	}
+	h.mu.Unlock()
 	gpu := h.cfg.View.Config().GPUResource
 	var n int64
-	for _, o := range objs {
-		n += capacity.ShapeOf(o.(*v1.Pod)).Scalar[gpu]
+	for _, uid := range uids {
+		if p := h.podByUID(string(uid)); p != nil && p.Spec.NodeName == nodeName {
+			n += capacity.ShapeOf(p).Scalar[gpu]
+		}
 	}
 	return n
+}
+
+// setHeld records that job holds the pod's GPUs on node (job "": holds
+// nothing any more), and has the view count anew.
+func (h *Holder) setHeld(uid types.UID, job, node string) {
+	h.mu.Lock()
+	if job == "" {
+		delete(h.held, uid)
+	} else {
+		h.held[uid] = holding{job: job, node: node, since: time.Now()}
+	}
+	h.mu.Unlock()
+	h.cfg.View.Invalidate()
 }
 
 // Needs is how many GPUs the pod must hold in Slurm before it is bound to
@@ -314,10 +340,14 @@ func (h *Holder) Hold(ctx context.Context, pod *v1.Pod, node *v1.Node, gpus int6
 	if err := h.cfg.View.Refresh(ctx); err != nil {
 		logger.V(2).Info("Reading Slurm after a placeholder started failed", "err", err)
 	}
+	h.setHeld(pod.UID, id, node.Name)
+	// The annotations tell people; sluice reads which job holds which pod
+	// from Slurm.
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
 		AnnotationJob: id, AnnotationGPUs: hold.Indexes, AnnotationNode: node.Name,
 	}}})
 	if _, err := h.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		h.setHeld(pod.UID, "", "")
 		h.release(id, "unbound")
 		return fail("error", fmt.Errorf("recording placeholder job %s on the pod: %w", id, err))
 	}
@@ -388,6 +418,13 @@ func (h *Holder) setInFlight(id string, on bool) {
 // what ended) and counts why.
 func (h *Holder) release(id, why string) {
 	h.setInFlight(id, false)
+	h.mu.Lock()
+	for uid, hd := range h.held {
+		if hd.job == id {
+			delete(h.held, uid)
+		}
+	}
+	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := h.cfg.Jobs.CancelJob(ctx, id); err != nil {

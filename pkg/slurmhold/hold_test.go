@@ -212,6 +212,7 @@ func TestSweep(t *testing.T) {
 		ours(slurm.Job{ID: "2", Name: JobPrefix + "bound-uid", State: "RUNNING", Nodes: "gpu01"}),
 		ours(slurm.Job{ID: "3", Name: JobPrefix + "unclaimed-uid", State: "PENDING"}),
 		ours(slurm.Job{ID: "4", Name: JobPrefix + "ended-uid", State: "CANCELLED"}),
+		ours(slurm.Job{ID: "9", Name: JobPrefix + "lost-uid", State: "RUNNING", Nodes: "gpu01"}),
 	}
 	ctx := context.Background()
 	if err := f.h.Sweep(ctx); err != nil {
@@ -224,7 +225,8 @@ func TestSweep(t *testing.T) {
 	f.h.mu.Lock()
 	f.h.unclaimed["3"] = time.Now().Add(-3 * time.Hour)
 	f.h.mu.Unlock()
-	f.jobs.list = f.jobs.list[1:]
+	// Job 9, which held lost's GPUs (as Slurm said), is gone.
+	f.jobs.list = f.jobs.list[1:4]
 	if err := f.h.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -302,3 +304,21 @@ func TestSweepTrustsSlurmNotThePod(t *testing.T) {
 
 // testOwner is the fixture's sluice (its cluster's id).
 const testOwner = "cluster-uid-1"
+
+// TestHeldGPUsFromSlurmNotAnnotations: a tenant who writes a placeholder's
+// annotations on a bound pod makes no GPUs of Slurm's its own: which job
+// holds which pod's GPUs is read from Slurm (and the jobs sluice starts).
+func TestHeldGPUsFromSlurmNotAnnotations(t *testing.T) {
+	f := newFixture(t, "RUNNING")
+	forged := gpuPod("forged", 4)
+	forged.Spec.NodeName = "gpu01"
+	forged.Annotations = map[string]string{AnnotationJob: "77", AnnotationNode: "gpu01"}
+	f.store(forged)
+	if err := f.h.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	snap := f.view.Read(klog.Background()).Snap
+	if held := f.view.HeldGPUs(shared, snap.Nodes["gpu01"]); held != 4 {
+		t.Errorf("Slurm's jobs hold %d GPUs on gpu01 besides the pods' placeholders, want 4: a pod's annotations took them as its own", held)
+	}
+}

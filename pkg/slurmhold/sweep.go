@@ -6,10 +6,12 @@ package slurmhold
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/sluice-sched/sluice/pkg/metrics"
@@ -52,12 +54,14 @@ func (h *Holder) Sweep(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	// The pods holding a job before the list: a pod bound after it holds
 	// a job the list may lack, and is not reported lost for it.
+	listed := time.Now()
 	before := h.heldPods()
 	jobs, err := h.cfg.Jobs.Jobs(ctx, JobPrefix)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
+	held := map[types.UID]holding{}
 	grace := h.cfg.Timeout + h.cfg.Resync
 	live := map[string]bool{}
 	type cancelling struct{ id, why string }
@@ -82,6 +86,7 @@ func (h *Holder) Sweep(ctx context.Context) error {
 			cancel = append(cancel, cancelling{j.ID, "pod_gone"})
 		case h.runsFor(j, pod):
 			delete(h.unclaimed, j.ID)
+			held[pod.UID] = holding{job: j.ID, node: pod.Spec.NodeName, since: listed}
 		case h.inFlight[j.ID]:
 		default:
 			since, seen := h.unclaimed[j.ID]
@@ -98,6 +103,15 @@ func (h *Holder) Sweep(ctx context.Context) error {
 			delete(h.unclaimed, id)
 		}
 	}
+	// Slurm's word replaces what was held, but for jobs this scheduler
+	// started since the list (or still binding): the next list has them.
+	for uid, hd := range h.held {
+		if _, ok := held[uid]; !ok && (hd.since.After(listed) || h.inFlight[hd.job]) {
+			held[uid] = hd
+		}
+	}
+	changed := !maps.Equal(held, h.held)
+	h.held = held
 	for uid, nodes := range h.refused {
 		for node, r := range nodes {
 			if now.After(r.until) {
@@ -109,6 +123,9 @@ func (h *Holder) Sweep(ctx context.Context) error {
 		}
 	}
 	h.mu.Unlock()
+	if changed {
+		h.cfg.View.Invalidate()
+	}
 
 	var errs []string
 	for _, c := range cancel {
@@ -147,14 +164,21 @@ func (h *Holder) runsFor(j *slurm.Job, pod *v1.Pod) bool {
 	return err == nil && h.cfg.View.SlurmName(node) == j.Nodes
 }
 
+// heldPod is a bound pod and the job holding its GPUs.
+type heldPod struct {
+	pod *v1.Pod
+	job string
+}
+
 // heldPods are the bound pods holding a job, by pod UID and job.
-func (h *Holder) heldPods() map[string]*v1.Pod {
-	out := map[string]*v1.Pod{}
-	for _, key := range h.indexer.ListIndexFuncValues(heldIndex) {
-		objs, _ := h.indexer.ByIndex(heldIndex, key)
-		for _, o := range objs {
-			pod := o.(*v1.Pod)
-			out[string(pod.UID)+"/"+pod.Annotations[AnnotationJob]] = pod
+func (h *Holder) heldPods() map[string]heldPod {
+	h.mu.Lock()
+	held := maps.Clone(h.held)
+	h.mu.Unlock()
+	out := map[string]heldPod{}
+	for uid, hd := range held {
+		if pod := h.podByUID(string(uid)); pod != nil && pod.Spec.NodeName == hd.node {
+			out[string(uid)+"/"+hd.job] = heldPod{pod: pod, job: hd.job}
 		}
 	}
 	return out
@@ -162,10 +186,10 @@ func (h *Holder) heldPods() map[string]*v1.Pod {
 
 // reportLost puts an Event on each pod that held a job before the list
 // and whose job is not among the live ones, once per pod and job.
-func (h *Holder) reportLost(before map[string]*v1.Pod, live map[string]bool) {
+func (h *Holder) reportLost(before map[string]heldPod, live map[string]bool) {
 	seen := map[string]bool{}
-	for k, pod := range before {
-		id := pod.Annotations[AnnotationJob]
+	for k, hp := range before {
+		pod, id := hp.pod, hp.job
 		seen[k] = true
 		if live[id] || pod.DeletionTimestamp != nil {
 			continue
