@@ -5,6 +5,7 @@ package localcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -47,14 +48,19 @@ func CreatePriorityClasses(ctx context.Context, client kubernetes.Interface) err
 	return nil
 }
 
-// TenantNamespace creates the namespace, or labels it if it exists, so that
-// the shipped tenancy policy lets its pods be research and production.
+// TenantLabels put a namespace in both classes' namespaces of the shipped
+// tenancy policy: its pods may be research and production.
+func TenantLabels() map[string]string {
+	return map[string]string{overflow.ResearchNamespaceLabel: "true", overflow.ProductionNamespaceLabel: "true"}
+}
+
+// TenantNamespace creates the namespace, or labels it if it exists, with
+// TenantLabels.
 func TenantNamespace(ctx context.Context, client kubernetes.Interface, name string) error {
-	labels := map[string]string{overflow.ResearchNamespaceLabel: "true", overflow.ProductionNamespaceLabel: "true"}
-	_, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+	_, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: TenantLabels()}}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true",%q:"true"}}}`, overflow.ResearchNamespaceLabel, overflow.ProductionNamespaceLabel)
-		_, err = client.CoreV1().Namespaces().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": TenantLabels()}})
+		_, err = client.CoreV1().Namespaces().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("namespace %s for research and production: %w", name, err)

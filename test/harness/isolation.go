@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/sluice-sched/sluice/pkg/overflow"
+	"github.com/sluice-sched/sluice/internal/localcluster"
 )
 
 // SharedLabel marks a namespace or node that a package's tests share on
@@ -127,18 +127,12 @@ func NewNamespace(t testing.TB, cs kubernetes.Interface) string {
 	}
 	name := fmt.Sprintf("%s-%s", strings.Trim(base, "-"), rand.String(5))
 	_, err := cs.CoreV1().Namespaces().Create(context.Background(),
-		&v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: TenantLabels()}}, metav1.CreateOptions{})
+		&v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: localcluster.TenantLabels()}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
 	OwnNamespace(t, cs, name)
 	return name
-}
-
-// TenantLabels put a namespace in both classes' namespaces of the shipped
-// tenancy policy: its pods may be research and production.
-func TenantLabels() map[string]string {
-	return map[string]string{overflow.ResearchNamespaceLabel: "true", overflow.ProductionNamespaceLabel: "true"}
 }
 
 // OwnNamespace makes an existing namespace the test's: it is told about on
@@ -193,7 +187,7 @@ func deleteNamespace(t testing.TB, cs kubernetes.Interface, name string) {
 func SharedNamespace(t testing.TB, cs kubernetes.Interface, name string) {
 	t.Helper()
 	_, err := cs.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Labels: labels.Merge(TenantLabels(), map[string]string{SharedLabel: "true"}),
+		Name: name, Labels: labels.Merge(localcluster.TenantLabels(), map[string]string{SharedLabel: "true"}),
 	}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating shared namespace %s: %v", name, err)

@@ -73,24 +73,15 @@ func passedOver(viewer string, pods []overflow.Blocked) string {
 	if len(pods) == 0 {
 		return ""
 	}
-	var names []string
-	other := 0
-	for _, b := range pods {
-		switch {
-		case b.Pod.Namespace != viewer:
-			other++
-		case len(names) < 3:
-			names = append(names, b.Pod.Name)
-		}
-	}
-	if other > 0 {
-		names = append(names, fmt.Sprintf("%d of other namespaces", other))
+	blocked := make([]*v1.Pod, len(pods))
+	for i, b := range pods {
+		blocked[i] = b.Pod
 	}
 	why := ""
 	if pods[0].Pod.Namespace == viewer {
 		why = ": " + pods[0].Why
 	}
-	return fmt.Sprintf("; %d production pods no overflow provider can run were passed over (%s%s)", len(pods), strings.Join(names, ", "), why)
+	return fmt.Sprintf("; %d production pods no overflow provider can run were passed over (%s%s)", len(pods), names(viewer, blocked, 3), why)
 }
 
 // start records a plan as a ResearchClaim in the apiserver (the claim
@@ -117,24 +108,29 @@ func (pl *OverflowPreemption) start(ctx context.Context, key string, owner metav
 // describe counts production pods for namespace viewer, naming the
 // first few of its own; those of other namespaces are only counted.
 func describe(viewer string, pods []*v1.Pod) string {
-	var names []string
-	other := 0
+	return fmt.Sprintf("%d production pods (%s)", len(pods), names(viewer, pods, 6))
+}
+
+// names lists the first n of viewer's own pods by name, counts the rest of
+// its own, and counts those of other namespaces (never named to it).
+func names(viewer string, pods []*v1.Pod, n int) string {
+	var out []string
+	own := 0
 	for _, p := range pods {
-		switch {
-		case p.Namespace != viewer:
-			other++
-		case len(names) < 6:
-			names = append(names, p.Name)
+		if p.Namespace != viewer {
+			continue
+		}
+		if own++; own <= n {
+			out = append(out, p.Name)
 		}
 	}
-	own := len(pods) - other
-	if own > len(names) {
-		names = append(names, fmt.Sprintf("%d more", own-len(names)))
+	if own > n {
+		out = append(out, fmt.Sprintf("%d more", own-n))
 	}
-	if other > 0 {
-		names = append(names, fmt.Sprintf("%d of other namespaces", other))
+	if other := len(pods) - own; other > 0 {
+		out = append(out, fmt.Sprintf("%d of other namespaces", other))
 	}
-	return fmt.Sprintf("%d production pods (%s)", len(pods), strings.Join(names, ", "))
+	return strings.Join(out, ", ")
 }
 
 // existing looks up the claimant key's claim: a live one is used as it is
