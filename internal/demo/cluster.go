@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -50,6 +51,9 @@ type cluster struct {
 	// sluice-scheduler.
 	logs      string
 	scheduler *procs.Process
+	// slurmFront is the TLS front of the demo Slurm's slurmrestd, which
+	// serves no TLS of its own (sluice sends its token only over https).
+	slurmFront *localcluster.TLSFront
 }
 
 // nodeInfo is a physical node's place in the fabric.
@@ -232,9 +236,15 @@ func (c *cluster) startScheduler(ctx context.Context, o *Options, makeBeforeBrea
 		"pollIntervalSeconds":    1,
 		"maxPodsPerWave":         64,
 	}, "claims": map[string]any{"makeBeforeBreak": makeBeforeBreak}}}
+	endpoint := ""
 	if o.Slurm != nil {
+		var caFile string
+		if endpoint, caFile, err = c.slurmEndpoint(o); err != nil {
+			return err
+		}
 		patches["SlurmNodeState"] = map[string]any{"slurm": map[string]any{
-			"endpoint":            o.Slurm.URL,
+			"endpoint":            endpoint,
+			"caFile":              caFile,
 			"tokenFile":           o.Slurm.TokenFile,
 			"pollIntervalSeconds": 2,
 			"nodeNameLabel":       slurmNodeLabel,
@@ -263,7 +273,7 @@ func (c *cluster) startScheduler(ctx context.Context, o *Options, makeBeforeBrea
 	}
 	msg := "starting bin/sluice-scheduler with manifests/scheduler-config.yaml (demo overrides: return hysteresis %s, waves every 1s"
 	if o.Slurm != nil {
-		msg += ", Slurm at " + o.Slurm.URL
+		msg += ", Slurm at " + endpoint
 	}
 	logName := "sluice-scheduler.log"
 	if !makeBeforeBreak {
@@ -355,6 +365,26 @@ func (c *cluster) down(say func(string, ...any)) {
 		c.home.Stop()
 	}
 	c.tb.RunCleanups()
+}
+
+// slurmEndpoint is how the scheduler reaches the demo's slurmrestd: an
+// http URL (as hack/slurm-up.sh serves it) through a TLS front of the
+// demo's own, started once; an https URL as it is.
+func (c *cluster) slurmEndpoint(o *Options) (endpoint, caFile string, err error) {
+	u, err := url.Parse(o.Slurm.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", "", fmt.Errorf("SLURMRESTD_URL %q: want http://host:port or https://host:port", o.Slurm.URL)
+	}
+	if u.Scheme == "https" {
+		return o.Slurm.URL, "", nil
+	}
+	if c.slurmFront == nil {
+		if c.slurmFront, err = localcluster.NewTLSFront(u.Host, o.Out); err != nil {
+			return "", "", err
+		}
+		c.tb.Cleanup(c.slurmFront.Close)
+	}
+	return c.slurmFront.URL, c.slurmFront.CAFile, nil
 }
 
 // writeKubeconfig copies the home cluster's admin kubeconfig for the user.

@@ -249,8 +249,8 @@ func (rt *Runtime) build() error {
 		if p := slurmCfg.Placeholders; p != nil && p.Enabled {
 			// The placeholders' owner in Slurm is this cluster (its
 			// kube-system namespace's UID), so that the sweep touches
-			// only jobs this sluice submitted; over slurmrestd, only
-			// those of its Slurm user too.
+			// only jobs this sluice submitted, and only its Slurm user's
+			// (slurmrestd's user; the commands list only their own).
 			system, err := h.ClientSet().CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
 			if err != nil {
 				return fmt.Errorf("%s.placeholders: reading the cluster's id (namespace kube-system's UID), which owns the placeholder jobs in Slurm: %w",

@@ -37,8 +37,9 @@ func SupportedVersions() []string {
 
 // ClientConfig says how to reach slurmrestd.
 type ClientConfig struct {
-	// Endpoint is http://host:port, https://host:port or
-	// unix:///path/to/slurmrestd.sock (local auth: no token).
+	// Endpoint is https://host:port (JWT auth) or
+	// unix:///path/to/slurmrestd.sock (local auth: no token). Plain http
+	// is refused: the token would cross the network in the clear.
 	Endpoint string
 	// APIVersion, e.g. "v0.0.38"; empty means discover it from
 	// /openapi/v3 (the newest version both sides speak).
@@ -120,7 +121,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	u, err := url.Parse(cfg.Endpoint)
 	if err != nil || u.Scheme == "" {
-		return nil, fmt.Errorf("slurmrestd endpoint %q: want http://host:port, https://host:port or unix:///path", cfg.Endpoint)
+		return nil, fmt.Errorf("slurmrestd endpoint %q: want https://host:port or unix:///path", cfg.Endpoint)
 	}
 	transport := &http.Transport{
 		MaxIdleConns:        4,
@@ -129,26 +130,26 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, version: cfg.APIVersion}
 	switch u.Scheme {
-	case "http", "https":
+	case "http":
+		return nil, fmt.Errorf("slurmrestd endpoint %q: the token is never sent over plain http; use https://host:port (slurmrestd behind TLS) or unix:///path (local auth)", cfg.Endpoint)
+	case "https":
 		if u.Host == "" {
 			return nil, fmt.Errorf("slurmrestd endpoint %q has no host", cfg.Endpoint)
 		}
-		c.baseURL = strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/")
-		if u.Scheme == "https" {
-			tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cfg.ServerName, InsecureSkipVerify: cfg.InsecureSkipVerify}
-			if cfg.CAFile != "" {
-				pem, err := os.ReadFile(cfg.CAFile)
-				if err != nil {
-					return nil, fmt.Errorf("slurmrestd CA file: %w", err)
-				}
-				pool := x509.NewCertPool()
-				if !pool.AppendCertsFromPEM(pem) {
-					return nil, fmt.Errorf("slurmrestd CA file %s: no certificate found", cfg.CAFile)
-				}
-				tlsCfg.RootCAs = pool
+		c.baseURL = strings.TrimSuffix("https://"+u.Host+u.Path, "/")
+		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cfg.ServerName, InsecureSkipVerify: cfg.InsecureSkipVerify}
+		if cfg.CAFile != "" {
+			pem, err := os.ReadFile(cfg.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("slurmrestd CA file: %w", err)
 			}
-			transport.TLSClientConfig = tlsCfg
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("slurmrestd CA file %s: no certificate found", cfg.CAFile)
+			}
+			tlsCfg.RootCAs = pool
 		}
+		transport.TLSClientConfig = tlsCfg
 	case "unix":
 		path := u.Path
 		if path == "" {
@@ -163,7 +164,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		}
 		c.baseURL = "http://localhost"
 	default:
-		return nil, fmt.Errorf("slurmrestd endpoint %q: scheme %q is not http, https or unix", cfg.Endpoint, u.Scheme)
+		return nil, fmt.Errorf("slurmrestd endpoint %q: scheme %q is not https or unix", cfg.Endpoint, u.Scheme)
 	}
 	if u.Scheme != "unix" && cfg.TokenFile == "" {
 		return nil, fmt.Errorf("slurmrestd endpoint %q needs a token file (JWT auth); only unix sockets use local auth", cfg.Endpoint)

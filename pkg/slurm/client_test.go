@@ -111,9 +111,9 @@ func (f *fakeRestd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // polledCache is a cache over fake (clock nil: the real one), polled once.
 func polledCache(t *testing.T, fake *fakeRestd, clock clock.PassiveClock) (*Cache, context.Context) {
 	t.Helper()
-	srv := httptest.NewServer(fake)
+	srv := httptest.NewTLSServer(fake)
 	t.Cleanup(srv.Close)
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, User: "root", TokenFile: writeToken(t, t.TempDir(), "t")})
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, User: "root", TokenFile: writeToken(t, t.TempDir(), "t")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,9 +140,9 @@ const twoNodes = `[{"name":"gpu01","state":["IDLE"],"gres":"gpu:8","gres_used":"
 
 func TestClientDiscoversAndPollsChanges(t *testing.T) {
 	fake := &fakeRestd{version: "v0.0.42", token: "secret", nodes: twoNodes, changedAt: 1000, lastUpdated: true}
-	srv := httptest.NewServer(fake)
+	srv := httptest.NewTLSServer(fake)
 	defer srv.Close()
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, User: "root", TokenFile: writeToken(t, t.TempDir(), "secret")})
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, User: "root", TokenFile: writeToken(t, t.TempDir(), "secret")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,9 +206,9 @@ func TestDrainSeenAcrossNotModified(t *testing.T) {
 
 func TestCacheRetriesFullWhenChangedSinceFails(t *testing.T) {
 	fake := &fakeRestd{version: "v0.0.38", nodes: `[{"name":"gpu01","state":"idle","state_flags":[]}]`, changedAt: 1, fail500: true}
-	srv := httptest.NewServer(fake)
+	srv := httptest.NewTLSServer(fake)
 	defer srv.Close()
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "t")})
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "t")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,11 +235,11 @@ func TestCacheRetriesFullWhenChangedSinceFails(t *testing.T) {
 
 func TestTokenFileIsReadAgainWhenItChanges(t *testing.T) {
 	fake := &fakeRestd{version: "v0.0.40", token: "one", nodes: twoNodes}
-	srv := httptest.NewServer(fake)
+	srv := httptest.NewTLSServer(fake)
 	defer srv.Close()
 	dir := t.TempDir()
 	file := writeToken(t, dir, "SLURM_JWT=one")
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.40", TokenFile: file})
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, APIVersion: "v0.0.40", TokenFile: file})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,9 +321,9 @@ func TestFailuresAreClassified(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(tt.fake)
+			srv := httptest.NewTLSServer(tt.fake)
 			defer srv.Close()
-			c, err := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "t"), Timeout: 100 * time.Millisecond})
+			c, err := NewClient(ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "t"), Timeout: 100 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -337,7 +337,7 @@ func TestFailuresAreClassified(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
-	c, _ := NewClient(ClientConfig{Endpoint: "http://" + addr, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "t")})
+	c, _ := NewClient(ClientConfig{Endpoint: "https://" + addr, InsecureSkipVerify: true, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "t")})
 	if _, err := c.Nodes(context.Background(), 0); Kind(err) != ErrKindUnreachable {
 		t.Errorf("down: err %v kind %s", err, Kind(err))
 	}
@@ -361,9 +361,9 @@ func TestNewClientRejectsBadConfig(t *testing.T) {
 
 func TestCacheKeepsLastGoodSnapshot(t *testing.T) {
 	fake := &fakeRestd{version: "v0.0.38", nodes: `[{"name":"gpu01","state":"idle"}]`}
-	srv := httptest.NewServer(fake)
+	srv := httptest.NewTLSServer(fake)
 	defer srv.Close()
-	c, _ := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "t")})
+	c, _ := NewClient(ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "t")})
 	cache := NewCache(c, CacheConfig{Interval: time.Hour})
 	var changes, failures int
 	cache.OnChange(func(prev, cur *Snapshot) {
@@ -508,9 +508,9 @@ func TestUnknownStateLoggedOnce(t *testing.T) {
 	var buf bytes.Buffer
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf), textlogger.Verbosity(0)))
 	ctx := klog.NewContext(context.Background(), logger)
-	srv := httptest.NewServer(fake)
+	srv := httptest.NewTLSServer(fake)
 	t.Cleanup(srv.Close)
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, User: "root", TokenFile: writeToken(t, t.TempDir(), "t")})
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, User: "root", TokenFile: writeToken(t, t.TempDir(), "t")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -309,10 +309,12 @@ func parseScontrolJob(line string) Job {
 	return j
 }
 
-// Jobs runs squeue for every job whose name starts with prefix.
+// Jobs runs squeue for every job of the commands' own user (--me, Slurm
+// 20.11 and later) whose name starts with prefix: another user's job is
+// never listed, whatever its name and comment.
 func (c Commands) Jobs(ctx context.Context, prefix string) ([]Job, error) {
 	// The comment comes last: it may hold the separator.
-	out, err := c.run(ctx, "squeue", "--noheader", "--all", "--states=all", "--format=%i|%j|%T|%N|%r|%u|%k")
+	out, err := c.run(ctx, "squeue", "--me", "--noheader", "--all", "--states=all", "--format=%i|%j|%T|%N|%r|%u|%k")
 	if err != nil {
 		return nil, err
 	}

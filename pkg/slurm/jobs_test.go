@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -28,7 +29,7 @@ func TestPlaceholderOverREST(t *testing.T) {
 	}
 	var submitted map[string]any
 	var requests []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests = append(requests, r.Method+" "+r.URL.Path)
 		switch {
 		case r.Method == http.MethodPost && r.URL.Path == "/slurm/v0.0.42/job/submit":
@@ -45,7 +46,7 @@ func TestPlaceholderOverREST(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.42", TokenFile: writeToken(t, t.TempDir(), "jwt")})
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, APIVersion: "v0.0.42", TokenFile: writeToken(t, t.TempDir(), "jwt")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestPlaceholderCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("scontrol", "[ \"$5\" = 9 ] && exec cat "+filepath.Join(dir, "show")+"\necho 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1\n")
-	write("squeue", "echo '8|sluice-gone|CANCELLED|gpu03|None|root|(null)'\necho '9|sluice-0f3c6a4e|RUNNING|gpu02|None|root|sluice-cluster=c1: GPUs of pod ml/a|b'\necho '10|wrap|PENDING||Resources|alice|'\necho 'GPUs of pod ml/b|sluice-forged|RUNNING|gpu01|None|root|x'\n")
+	write("squeue", "echo \"$*\" > "+filepath.Join(dir, "squeue-args")+"\necho '8|sluice-gone|CANCELLED|gpu03|None|root|(null)'\necho '9|sluice-0f3c6a4e|RUNNING|gpu02|None|root|sluice-cluster=c1: GPUs of pod ml/a|b'\necho '10|wrap|PENDING||Resources|alice|'\necho 'GPUs of pod ml/b|sluice-forged|RUNNING|gpu01|None|root|x'\n")
 	c := Commands{Dir: dir}
 	ctx := context.Background()
 	id, err := c.SubmitPlaceholder(ctx, Placeholder{Name: "sluice-uid", Comment: "sluice: GPUs of pod ml/a; rm -rf /", Node: "gpu02", GRES: "gpu", GPUs: 4, Partition: "hold"})
@@ -128,5 +129,10 @@ func TestPlaceholderCommands(t *testing.T) {
 		t.Errorf("jobs: %+v, want 8 (ended) and 9 (running), not the wrap job", jobs)
 	} else if jobs[0].Comment != "" || jobs[1].User != "root" || jobs[1].Comment != "sluice-cluster=c1: GPUs of pod ml/a|b" {
 		t.Errorf("jobs: %+v, want user root, no comment for 8 and the whole comment (separator included) for 9", jobs)
+	}
+	// Only the commands' own user's jobs are listed: another user's job,
+	// whatever its name and comment, is never this sluice's to cancel.
+	if squeue, _ := os.ReadFile(filepath.Join(dir, "squeue-args")); !strings.Contains(" "+string(squeue)+" ", " --me ") {
+		t.Errorf("squeue %s: want --me (the commands' own user's jobs only)", strings.TrimSpace(string(squeue)))
 	}
 }

@@ -25,11 +25,11 @@ func TestTokenNeverFollowsARedirect(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer elsewhere.Close()
-	restd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	restd := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
 	}))
 	defer restd.Close()
-	c, err := NewClient(ClientConfig{Endpoint: restd.URL, APIVersion: "v0.0.40", TokenFile: writeToken(t, t.TempDir(), "SLURM_JWT=s3cret")})
+	c, err := NewClient(ClientConfig{Endpoint: restd.URL, InsecureSkipVerify: true, APIVersion: "v0.0.40", TokenFile: writeToken(t, t.TempDir(), "SLURM_JWT=s3cret")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,5 +41,22 @@ func TestTokenNeverFollowsARedirect(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "redirect") || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("err %v, want one saying slurmrestd redirected, without the token", err)
+	}
+}
+
+// TestTokenNeverOverPlainHTTP: a JWT endpoint over plain http is refused
+// when the client is built (and at start-up, by validation), so the token
+// never crosses the network unencrypted; https and unix sockets remain.
+func TestTokenNeverOverPlainHTTP(t *testing.T) {
+	token := writeToken(t, t.TempDir(), "s3cret")
+	_, err := NewClient(ClientConfig{Endpoint: "http://slurm.example:6820", TokenFile: token})
+	if err == nil || !strings.Contains(err.Error(), "https://") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("http endpoint with a token: err %v, want a refusal naming https://", err)
+	}
+	if _, err := NewClient(ClientConfig{Endpoint: "https://slurm.example:6820", TokenFile: token}); err != nil {
+		t.Errorf("https endpoint: %v", err)
+	}
+	if _, err := NewClient(ClientConfig{Endpoint: "unix:///run/slurmrestd.sock"}); err != nil {
+		t.Errorf("unix socket: %v", err)
 	}
 }

@@ -24,14 +24,14 @@ import (
 func TestNodeUpdates(t *testing.T) {
 	var got []string
 	status, answer := http.StatusOK, `{"errors":[],"warnings":[]}`
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		got = append(got, r.Method+" "+r.URL.Path+" "+string(body)+" "+r.Header.Get("X-SLURM-USER-TOKEN"))
 		w.WriteHeader(status)
 		_, _ = w.Write([]byte(answer))
 	}))
 	t.Cleanup(srv.Close)
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.42", User: "root", TokenFile: writeToken(t, t.TempDir(), "jwt")})
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, APIVersion: "v0.0.42", User: "root", TokenFile: writeToken(t, t.TempDir(), "jwt")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,9 +64,9 @@ func TestNodeUpdates(t *testing.T) {
 // instead, without a request.
 func TestWritesNeedAWritingAPI(t *testing.T) {
 	requests := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { requests++ }))
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { requests++ }))
 	t.Cleanup(srv.Close)
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "jwt")})
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, APIVersion: "v0.0.38", TokenFile: writeToken(t, t.TempDir(), "jwt")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +107,12 @@ func TestCommandsDrain(t *testing.T) {
 // 511 (../shared/data/slurm/live-24.11/auth-bad-token-nodes-v0.0.42.json,
 // meta left out); the error is an auth error that says to check the token.
 func TestWrongTokenOn2411(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusNetworkAuthenticationRequired)
 		_, _ = w.Write([]byte(`{"errors":[{"description":"Failure to query nodes","error_number":1007,"error":"Protocol authentication error","source":"_dump_nodes"}],"warnings":[]}`))
 	}))
 	t.Cleanup(srv.Close)
-	c, err := NewClient(ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.42", TokenFile: writeToken(t, t.TempDir(), "wrong")})
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, APIVersion: "v0.0.42", TokenFile: writeToken(t, t.TempDir(), "wrong")})
 	if err != nil {
 		t.Fatal(err)
 	}

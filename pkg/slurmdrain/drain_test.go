@@ -92,13 +92,13 @@ func slurmNode(name, state, reason string) string {
 func newFixture(t *testing.T, slurmNodes []string, nodes ...*v1.Node) *fixture {
 	t.Helper()
 	answer := &restd{nodes: "[" + strings.Join(slurmNodes, ",") + "]"}
-	srv := httptest.NewServer(answer)
+	srv := httptest.NewTLSServer(answer)
 	t.Cleanup(srv.Close)
 	token := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	client, err := slurm.NewClient(slurm.ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.42", TokenFile: token})
+	client, err := slurm.NewClient(slurm.ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, APIVersion: "v0.0.42", TokenFile: token})
 	if err != nil {
 		t.Fatal(err)
 	}

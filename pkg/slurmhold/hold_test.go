@@ -78,7 +78,7 @@ type fixture struct {
 // newFixture: gpu01 shared with slurmd, 8 GPUs, Slurm counts 4 in use.
 func newFixture(t *testing.T, states ...string) *fixture {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"nodes":[{"name":"gpu01","state":["MIXED"],"gres":"gpu:8","gres_used":"gpu:4(IDX:4-7)"}],"errors":[]}`))
 	}))
 	t.Cleanup(srv.Close)
@@ -86,7 +86,7 @@ func newFixture(t *testing.T, states ...string) *fixture {
 	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	client, err := slurm.NewClient(slurm.ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.42", TokenFile: token})
+	client, err := slurm.NewClient(slurm.ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, APIVersion: "v0.0.42", TokenFile: token})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,13 +63,13 @@ func newPlugin(t *testing.T, mode config.SlurmFailureMode, maxStaleness time.Dur
 		t.Fatal(err)
 	}
 	fake := &restd{body: body}
-	srv := httptest.NewServer(fake)
+	srv := httptest.NewTLSServer(fake)
 	t.Cleanup(srv.Close)
 	token := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	client, err := slurm.NewClient(slurm.ClientConfig{Endpoint: srv.URL, APIVersion: "v0.0.38", TokenFile: token})
+	client, err := slurm.NewClient(slurm.ClientConfig{Endpoint: srv.URL, InsecureSkipVerify: true, APIVersion: "v0.0.38", TokenFile: token})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/sluice-sched/sluice/internal/localcluster"
 	configv1 "github.com/sluice-sched/sluice/pkg/apis/config/v1"
 	"github.com/sluice-sched/sluice/test/harness"
 )
@@ -36,13 +39,15 @@ type slurmEnv struct {
 	// name is the version, as subtests are named.
 	name string
 	// dir holds pids/ (and, for 22.05, the state).
-	dir       string
-	conf      string
-	url       string
-	socket    string
-	user      string
-	tokenFile string
-	topology  string
+	dir  string
+	conf string
+	// url is slurmrestd behind a TLS front (caFile verifies it): sluice
+	// sends its token only over https.
+	url, caFile string
+	socket      string
+	user        string
+	tokenFile   string
+	topology    string
 	// bin is the directory of this Slurm's client commands (wrappers
 	// that enter the chroot); empty: the host's, with SLURM_CONF=conf.
 	bin string
@@ -86,6 +91,7 @@ func liveSlurm(t testing.TB) slurmEnv {
 		user: vars["SLURMRESTD_USER"], tokenFile: vars["SLURMRESTD_TOKEN_FILE"], topology: vars["SLURM_TOPOLOGY_CONF"],
 		up: filepath.Join(harness.ModuleRoot(t), "hack", "slurm-up.sh")}
 	env.check(t)
+	env.withTLSFront(t)
 	return env
 }
 
@@ -101,6 +107,7 @@ func liveSlurm24(t testing.TB) slurmEnv {
 		user: vars["SLURMRESTD_USER"], tokenFile: vars["SLURMRESTD_TOKEN_FILE"], topology: filepath.Join(dir, "etc", "topology.conf"),
 		bin: vars["SLURM24_BIN"], restWrites: true, up: filepath.Join(harness.ModuleRoot(t), "hack", "slurm24-up.sh")}
 	env.check(t)
+	env.withTLSFront(t)
 	return env
 }
 
@@ -112,6 +119,32 @@ func (e slurmEnv) check(t testing.TB) {
 	if out, err := e.run("scontrol", "ping"); err != nil || !strings.Contains(out, "UP") {
 		t.Fatalf("test Slurm %s is not answering (scontrol ping: %q, %v): run %s", e.name, out, err, e.up)
 	}
+}
+
+// fronts are the TLS fronts of the test Slurms' slurmrestd (which serves
+// no TLS of its own), one per Slurm for the life of the test process.
+var (
+	frontsMu sync.Mutex
+	fronts   = map[string]*localcluster.TLSFront{}
+)
+
+// withTLSFront points e.url at its Slurm's TLS front, started on first use.
+func (e *slurmEnv) withTLSFront(t testing.TB) {
+	t.Helper()
+	frontsMu.Lock()
+	defer frontsMu.Unlock()
+	f := fronts[e.name]
+	if f == nil {
+		u, err := url.Parse(e.url)
+		if err != nil || u.Scheme != "http" || u.Host == "" {
+			t.Fatalf("Slurm %s: SLURMRESTD_URL %q is not http://host:port; re-run %s", e.name, e.url, e.up)
+		}
+		if f, err = localcluster.NewTLSFront(u.Host, e.dir); err != nil {
+			t.Fatalf("Slurm %s: %v", e.name, err)
+		}
+		fronts[e.name] = f
+	}
+	e.url, e.caFile = f.URL, f.CAFile
 }
 
 // slurms are the test Slurms, by subtest name.
@@ -191,6 +224,7 @@ func (e slurmEnv) slurmArgs(endpoint, tokenFile string) *configv1.SlurmConfig {
 		Endpoint:              ptr.To(endpoint),
 		User:                  ptr.To(e.user),
 		TokenFile:             ptr.To(tokenFile),
+		CAFile:                ptr.To(e.caFile),
 		PollIntervalSeconds:   ptr.To[int64](1),
 		RequestTimeoutSeconds: ptr.To[int64](2),
 		MaxStalenessSeconds:   ptr.To[int64](maxStaleness),

@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -221,6 +223,14 @@ func testSweepTouchesOnlyItsOwnJobs(t *testing.T, env slurmEnv) {
 	unbound := harness.Pod(ns, "unbound").Obj()
 	unbound.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "no-such-node"}
 	harness.CreatePods(t, cp.Client, unbound)
+	// Another Slurm user's job with this cluster's name and comment: its
+	// user is not sluice's, so it is never sluice's to cancel.
+	otherUser := strings.TrimSpace(env.asNobody(t, "sbatch", "--parsable", "-J", slurmhold.JobPrefix+string(getPod(t, cp, ns, "unbound").UID),
+		"--comment", slurmhold.OwnerPrefix+string(system.UID)+": another user's", "-w", "gpu08", "--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 600"))
+	t.Cleanup(func() { _, _ = env.run("scancel", otherUser) })
+	if st := env.waitJob(t, otherUser, func(st, _ string) bool { return st != "PENDING" }); !strings.HasPrefix(st, "RUNNING") {
+		t.Fatalf("Slurm job %s (user nobody) is %q, want it RUNNING", otherUser, st)
+	}
 	witness := submit(slurmhold.JobPrefix+string(getPod(t, cp, ns, "unbound").UID), slurmhold.OwnerPrefix+string(system.UID)+": witness")
 	cancelled := func(st, _ string) bool { return strings.HasPrefix(st, "CANCELLED") }
 	if st := env.waitJob(t, witness, cancelled); !strings.HasPrefix(st, "CANCELLED") && st != "gone" {
@@ -232,6 +242,39 @@ func testSweepTouchesOnlyItsOwnJobs(t *testing.T, env slurmEnv) {
 	if st := env.jobState(t, foreign); st != "RUNNING None" {
 		t.Errorf("a job named like a placeholder but not this cluster's is %q, want RUNNING (never cancelled)", st)
 	}
+	if st := env.jobState(t, otherUser); st != "RUNNING None" {
+		t.Errorf("another Slurm user's job with this cluster's name and comment is %q, want RUNNING (never cancelled)", st)
+	}
+}
+
+// asNobody runs a Slurm command as the user nobody, not as the root the
+// tests and sluice run as: for 22.05 with runuser, for 24.11 in its chroot
+// (the client wrapper's, entered as nobody).
+func (e slurmEnv) asNobody(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	var cmd *exec.Cmd
+	if e.bin == "" {
+		cmd = exec.Command("runuser", append([]string{"-u", "nobody", "--", name}, args...)...)
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+e.conf)
+	} else {
+		wrapper, err := os.ReadFile(filepath.Join(e.bin, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := regexp.MustCompile(`chroot (\S+) `).FindSubmatch(wrapper)
+		conf := regexp.MustCompile(`SLURM_CONF=(\S+)`).FindSubmatch(wrapper)
+		if root == nil || conf == nil {
+			t.Fatalf("%s: no chroot or SLURM_CONF in the wrapper hack/slurm24-up.sh wrote", filepath.Join(e.bin, name))
+		}
+		cmd = exec.Command("chroot", append([]string{"--userspec=65534:65534", string(root[1]), "/usr/bin/" + name}, args...)...)
+		cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C", "SLURM_CONF=" + string(conf[1])}
+	}
+	cmd.Dir = "/tmp"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s as nobody: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 // stopWritePath takes down the way sluice writes to this Slurm: slurmrestd

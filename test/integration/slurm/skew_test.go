@@ -55,7 +55,7 @@ func testDrainSeenWithSlurmctldBehind(t *testing.T, env slurmEnv) {
 	harness.Eventually(t, 30*time.Second, func(context.Context) (bool, error) { return polls() >= start+2, nil },
 		func() string { return "the scheduler did not poll Slurm twice" })
 
-	client, err := slurm.NewClient(slurm.ClientConfig{Endpoint: env.url, User: env.user, TokenFile: env.tokenFile, Timeout: 5 * time.Second})
+	client, err := slurm.NewClient(slurm.ClientConfig{Endpoint: env.url, CAFile: env.caFile, User: env.user, TokenFile: env.tokenFile, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,10 +188,13 @@ func ValidateSlurmConfig(path *field.Path, c *config.SlurmConfig) field.ErrorLis
 		switch {
 		case err != nil:
 			errs = append(errs, field.Invalid(path.Child("endpoint"), c.Endpoint, err.Error()))
-		case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix":
-			errs = append(errs, field.Invalid(path.Child("endpoint"), c.Endpoint, "want http://host:port, https://host:port or unix:///path"))
-		case u.Scheme != "unix" && c.TokenFile == "":
-			errs = append(errs, field.Required(path.Child("tokenFile"), "an http(s) endpoint needs a JWT token file"))
+		case u.Scheme == "http":
+			errs = append(errs, field.Invalid(path.Child("endpoint"), c.Endpoint,
+				"the token is never sent over plain http: use https://host:port (slurmrestd behind TLS) or unix:///path (local auth)"))
+		case u.Scheme != "https" && u.Scheme != "unix":
+			errs = append(errs, field.Invalid(path.Child("endpoint"), c.Endpoint, "want https://host:port or unix:///path"))
+		case u.Scheme == "https" && c.TokenFile == "":
+			errs = append(errs, field.Required(path.Child("tokenFile"), "an https endpoint needs a JWT token file"))
 		}
 	}
 	if c.GRESName == "" {

@@ -56,6 +56,8 @@ func TestValidate(t *testing.T) {
 		{"valid Slurm", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: slurm()}), ""},
 		{"https without a token", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) { c.TokenFile = "" })}),
 			"args.slurm.tokenFile: Required value"},
+		{"plain http", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) { c.Endpoint = "http://slurm:6820" })}),
+			`args.slurm.endpoint: Invalid value: "http://slurm:6820": the token is never sent over plain http`},
 		{"ftp endpoint", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) { c.Endpoint = "ftp://x" })}),
 			"args.slurm.endpoint: Invalid value"},
 		{"staleness below the poll interval", ValidateSlurmNodeStateArgs(path, &config.SlurmNodeStateArgs{Slurm: withSlurm(func(c *config.SlurmConfig) { c.MaxStalenessSeconds = 5 })}),
