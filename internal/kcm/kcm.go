@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/scale"
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/disruption"
 	"k8s.io/kubernetes/pkg/controller/endpointslice"
@@ -50,6 +51,11 @@ type Set struct {
 	// Network runs the EndpointSlice controller: Services' EndpointSlices
 	// list the addresses of the pods they select, ready when the pods are.
 	Network bool
+	// RoleAggregation runs the ClusterRole aggregation controller: the
+	// aggregated roles (admin, edit, view) take in the rules of the
+	// ClusterRoles labelled for them, as a tenant's roles do in a real
+	// cluster.
+	RoleAggregation bool
 }
 
 // discoverySyncPeriod is how often the garbage collector and the REST
@@ -123,6 +129,14 @@ func Start(ctx context.Context, cfg *rest.Config, set Set) (*Running, error) {
 		esc := endpointslice.NewController(ctx, factory.Core().V1().Pods(), factory.Core().V1().Services(),
 			factory.Core().V1().Nodes(), factory.Discovery().V1().EndpointSlices(), 100, c, 0)
 		run = append(run, func() { esc.Run(ctx, 2) })
+	}
+	if set.RoleAggregation {
+		c, err := client("clusterrole-aggregation-controller")
+		if err != nil {
+			return nil, err
+		}
+		agg := clusterroleaggregation.NewClusterRoleAggregation(factory.Rbac().V1().ClusterRoles(), c.RbacV1())
+		run = append(run, func() { agg.Run(ctx, 1) })
 	}
 	var metadataInformers metadatainformer.SharedInformerFactory
 	if set.Cleanup {

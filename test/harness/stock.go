@@ -14,8 +14,9 @@ import (
 
 // StartStockControlPlane starts a control plane of the test's own that
 // does not serve the native Workload API (scheduling.k8s.io/v1beta1), as
-// most managed clusters of 1.37 are, with the namespace controller and the
-// garbage collector; it stops when the test ends. The in-process
+// most managed clusters of 1.37 are, with the namespace controller, the
+// garbage collector and ClusterRole aggregation (admin, edit, view); it
+// stops when the test ends. The in-process
 // apiserver shares this process's feature gates, so only the API is off:
 // components under test run as processes with flags of their own.
 func StartStockControlPlane(t testing.TB) *ControlPlane {
@@ -27,7 +28,7 @@ func StartStockControlPlane(t testing.TB) *ControlPlane {
 	t.Cleanup(cp.Stop)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if _, err := kcm.Start(ctx, cp.Config, kcm.Set{Cleanup: true}); err != nil {
+	if _, err := kcm.Start(ctx, cp.Config, kcm.Set{Cleanup: true, RoleAggregation: true}); err != nil {
 		t.Fatalf("controllers of the stock control plane: %v", err)
 	}
 	return cp

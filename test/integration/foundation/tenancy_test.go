@@ -177,6 +177,39 @@ func TestTenancyPolicyAtTheAPI(t *testing.T) {
 		t.Errorf("the chart with placeholders on renders %v of sluice-scheduler:slurm-placeholders, want its ClusterRole and ClusterRoleBinding", rendered)
 	}
 
+	// A research namespace's own admins (Kubernetes' namespace roles, the
+	// most a tenant is given) cannot read its ResearchClaims, which name
+	// the victims in other namespaces: the CRD aggregates into no
+	// namespace role. They see their claims as Events and PodGroup
+	// conditions, which count other tenants' pods and never name them.
+	if _, err := cp.Client.RbacV1().RoleBindings(research).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "bob-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "bob"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bobMay := func(verb, group, resource string) bool {
+		t.Helper()
+		review, err := cp.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "bob", Groups: []string{"system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: research, Verb: verb, Group: group, Resource: resource},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return review.Status.Allowed
+	}
+	harness.Eventually(t, harness.DefaultTimeout, func(context.Context) (bool, error) { return bobMay("delete", "", "pods"), nil },
+		func() string {
+			return "the research namespace's admin may not delete its own pods: the review itself is wrong"
+		})
+	for _, verb := range []string{"get", "list", "watch"} {
+		if bobMay(verb, v1alpha1.GroupName, "researchclaims") {
+			t.Errorf("the research namespace's admin may %s its ResearchClaims, which name other namespaces' pods", verb)
+		}
+	}
+
 	overflowNode(t, cp, research)
 
 	// Only production's namespaces reach the overflow node, however the
