@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -201,6 +202,26 @@ func (l *Ledger) replicas(ns string, owner Owner) (int32, bool) {
 		return 1, true
 	}
 	return *replicas, true
+}
+
+// Settling reports whether a controller's pods are still settling from a
+// move, as any replica reads it from the API: one is being deleted
+// (evicted, not gone yet), or one created less than window before now is
+// neither healthy nor ended (a replacement still starting). A return wave
+// waits for it, so a new leader waits for the moves its predecessor
+// started, and for any other actor's. window bounds how long a replacement
+// that never turns Ready holds the next wave (creation times are the
+// apiserver's clock: skew shifts that bound, nothing else).
+func (l *Ledger) Settling(owner Owner, now time.Time, window time.Duration) bool {
+	for _, p := range l.PodsOf(owner.UID) {
+		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		if p.DeletionTimestamp != nil || !Healthy(p) && now.Sub(p.CreationTimestamp.Time) < window {
+			return true
+		}
+	}
+	return false
 }
 
 // Healthy reports whether a pod counts as healthy for a budget, as the

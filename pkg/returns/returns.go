@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -35,9 +34,6 @@ import (
 
 // Event reasons, for users to grep.
 const (
-	// ReasonWaveTimedOut: on a pod of a return wave whose replacement was
-	// not Ready on a physical node in time.
-	ReasonWaveTimedOut = "ReturnWaveTimedOut"
 	// ReasonPlanned: on a pod on an overflow node, physical room for it
 	// appeared; its hysteresis window starts.
 	ReasonPlanned = "ReturnPlanned"
@@ -55,9 +51,12 @@ const (
 // stayed free for it for the hysteresis window; capacity that flaps resets
 // the window, so pods do not ping-pong. Each budget returns on its own: a
 // budget's wave is at most maxPodsPerWave of its pods, no more than it
-// allows, minWaveInterval after its last; its next waits until the pods of
-// its last have their own replacements Ready on a physical node, or the
-// wave times out. No budget waits for another's replacements.
+// allows, minWaveInterval after its last; its next waits while the pods of
+// its controller settle (disruption.Settling: one being deleted, or a
+// replacement starting, for at most waveTimeoutSeconds). That is read
+// from the API, so a new leader waits for its predecessor's waves, and
+// for every other actor's moves; only minWaveInterval is this replica's
+// memory (a rate, not a safety). No budget waits for another's pods.
 type Controller struct {
 	cfg Config
 
@@ -65,10 +64,7 @@ type Controller struct {
 	nodes corelisters.NodeLister
 
 	fitsSince map[types.UID]time.Time
-	// inFlight is, per budget, its wave in flight; the pod handler reads
-	// it. lastWave is when each budget's last wave started.
-	mu       sync.Mutex
-	inFlight map[string]*wave
+	// lastWave is when each budget's last wave started, by this replica.
 	lastWave map[string]time.Time
 }
 
@@ -105,7 +101,6 @@ func New(cfg Config) *Controller {
 		pods:      cfg.Informers.Core().V1().Pods().Lister(),
 		nodes:     cfg.Informers.Core().V1().Nodes().Lister(),
 		fitsSince: map[types.UID]time.Time{},
-		inFlight:  map[string]*wave{},
 		lastWave:  map[string]time.Time{},
 	}
 }
@@ -120,17 +115,6 @@ func (r *Controller) Run(ctx context.Context) {
 		inf.Apps().V1().StatefulSets().Informer().HasSynced, inf.Core().V1().ReplicationControllers().Informer().HasSynced) {
 		return
 	}
-	// Replacements are seen as they turn Ready, not only at ticks: one
-	// may be moved on again (by a claim) before the next tick.
-	reg, err := inf.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    r.observe,
-		UpdateFunc: func(_, obj any) { r.observe(obj) },
-	})
-	if err != nil {
-		logger.Error(err, "Return controller cannot watch pods")
-		return
-	}
-	defer func() { _ = inf.Core().V1().Pods().Informer().RemoveEventHandler(reg) }()
 	logger.Info("Return controller running")
 	ticker := r.cfg.Clock.NewTicker(time.Duration(r.cfg.Return.PollIntervalSeconds) * time.Second)
 	defer ticker.Stop()
@@ -142,30 +126,6 @@ func (r *Controller) Run(ctx context.Context) {
 		case <-ticker.C():
 		}
 	}
-}
-
-func (r *Controller) observe(obj any) {
-	p, ok := obj.(*v1.Pod)
-	if !ok {
-		return
-	}
-	// Every pod event of the cluster comes here: no copy of the waves.
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, w := range r.inFlight {
-		w.observe(p, r.physical)
-	}
-}
-
-// waves are the waves in flight.
-func (r *Controller) waves() map[string]*wave {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]*wave, len(r.inFlight))
-	for b, w := range r.inFlight {
-		out[b] = w
-	}
-	return out
 }
 
 // physical reports whether a node is a physical (not overflow) node.
@@ -208,28 +168,6 @@ func (r *Controller) Tick(ctx context.Context) {
 	}
 	metrics.ProductionOnOverflow.Set(float64(len(onOverflow)))
 
-	gone := func(p *v1.Pod) bool {
-		cur, err := r.pods.Pods(p.Namespace).Get(p.Name)
-		return err != nil || cur.UID != p.UID
-	}
-	// Each budget's wave ends on its own: its pods gone and their own
-	// replacements Ready on a physical node, or its timeout.
-	for budget, w := range r.waves() {
-		for _, p := range pods {
-			w.observe(p, r.physical)
-		}
-		switch {
-		case w.done(gone):
-			logger.V(2).Info("Return wave done", "budget", budget, "pods", len(w.pods))
-		case now.Sub(w.started) > time.Duration(r.cfg.Return.WaveTimeoutSeconds)*time.Second:
-			r.timedOut(ctx, budget, w)
-		default:
-			continue
-		}
-		r.mu.Lock()
-		delete(r.inFlight, budget)
-		r.mu.Unlock()
-	}
 	for budget, at := range r.lastWave {
 		if now.Sub(at) >= time.Duration(r.cfg.Return.MinWaveIntervalSeconds)*time.Second {
 			delete(r.lastWave, budget)
@@ -239,14 +177,22 @@ func (r *Controller) Tick(ctx context.Context) {
 	if len(ready) == 0 {
 		return
 	}
-	waiting := r.waves()
 	moved := map[string][]*v1.Pod{}
+	settling := map[string]bool{} // by controller, read once a tick
+	window := time.Duration(r.cfg.Return.WaveTimeoutSeconds) * time.Second
 	total := 0
 	for _, p := range ready {
 		budget, why := r.cfg.Ledger.Of(p)
-		if why != "" || waiting[budget.Name] != nil {
-			// Not movable, or its budget waits for its own wave.
-			continue
+		if why != "" {
+			continue // not movable
+		}
+		waits, known := settling[budget.Owner.UID]
+		if !known {
+			waits = r.cfg.Ledger.Settling(budget.Owner, now, window)
+			settling[budget.Owner.UID] = waits
+		}
+		if waits {
+			continue // its controller's pods still settle from the last move
 		}
 		if now.Sub(r.lastWave[budget.Name]) < time.Duration(r.cfg.Return.MinWaveIntervalSeconds)*time.Second ||
 			len(moved[budget.Name]) >= int(r.cfg.Return.MaxPodsPerWave) {
@@ -273,32 +219,16 @@ func (r *Controller) Tick(ctx context.Context) {
 	if total == 0 {
 		return
 	}
-	r.mu.Lock()
 	for budget, ps := range moved {
-		r.inFlight[budget] = newWave(ps, now)
 		r.lastWave[budget] = now
 		metrics.OverflowWaves.WithLabelValues(disruption.MoveReturn).Inc()
 		logger.V(2).Info("Return wave started", "budget", budget, "pods", len(ps))
 	}
-	r.mu.Unlock()
 }
 
 func (r *Controller) event(p *v1.Pod, reason, format string, args ...any) {
 	if r.cfg.Recorder != nil {
 		r.cfg.Recorder.Eventf(p, nil, v1.EventTypeNormal, reason, "Returning", format, args...)
-	}
-}
-
-// timedOut gives up waiting for a budget's wave.
-func (r *Controller) timedOut(ctx context.Context, budget string, w *wave) {
-	timeout := time.Duration(r.cfg.Return.WaveTimeoutSeconds) * time.Second
-	klog.FromContext(ctx).Info("Return wave timed out; the budget's next wave no longer waits for it", "budget", budget, "pods", len(w.pods), "timeout", timeout)
-	if r.cfg.Recorder == nil {
-		return
-	}
-	for _, p := range w.pods {
-		r.cfg.Recorder.Eventf(p, nil, v1.EventTypeWarning, ReasonWaveTimedOut, "Returning",
-			"its replacement was not Ready on a physical node %s after it was moved back; returns go on without it", timeout)
 	}
 }
 

@@ -52,6 +52,7 @@ type world struct {
 	recorder  *events.FakeRecorder
 	mu        sync.Mutex
 	evicted   []string
+	client    *fake.Clientset
 }
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -60,6 +61,7 @@ func newWorld(t *testing.T) *world {
 	ctx := t.Context()
 	w := &world{t: t, clock: testingclock.NewFakeClock(t0), claimed: map[string]bool{}, recorder: events.NewFakeRecorder(100)}
 	client := fake.NewClientset()
+	w.client = client
 	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "eviction" {
 			return false, nil, nil
@@ -315,86 +317,20 @@ func TestBarePodsStay(t *testing.T) {
 	}
 }
 
-// firstWaveOfTwo is a world with a second, younger replica of serve on
-// the overflow node and waves of one pod, after the first wave (serve)
-// started at t0 + 1 min.
-func firstWaveOfTwo(t *testing.T) *world {
-	w := newWorld(t)
-	w.store(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "serve", UID: "rs-serve"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2)}})
-	second := w.serving("serve-2", "vk", 0)
-	second.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
-	w.store(second)
-	w.rc.cfg.Return.MaxPodsPerWave = 1
-	w.at(0)
-	w.at(time.Minute)
-	return w
-}
-
-// TestWaveTimesOut: a wave whose replacement never turns Ready stops
-// holding the next one back after waveTimeoutSeconds, and says so; the
-// budget still does (one of two replicas is down, all the default budget
-// allows), until a replacement is Ready.
+// TestWaveTimesOut: a replacement that never turns Ready holds its
+// budget's next wave back for waveTimeoutSeconds, no longer; the budget
+// still paces it.
 func TestWaveTimesOut(t *testing.T) {
-	w := firstWaveOfTwo(t)
-	if w.moves() != 1 {
-		t.Fatalf("%d moves, want the first wave of 1", w.moves())
-	}
-	// The evicted pod is gone, and no replacement ever turns Ready.
-	w.remove(w.serving("serve", "vk", 8))
+	w, _ := waveInFlight(t)
 	for d := 2 * time.Minute; d <= 6*time.Minute; d += time.Minute {
 		w.at(d)
 	}
 	if w.moves() != 1 {
-		t.Fatalf("%d moves while the first wave runs, want 1", w.moves())
+		t.Fatalf("%d moves while the first wave's replacement starts, want 1", w.moves())
 	}
-	w.at(7 * time.Minute) // 6 min after the wave: past the 5 min timeout
-	w.at(8 * time.Minute)
-	if w.moves() != 1 {
-		t.Fatalf("%d moves after the wave timed out with its budget spent, want 1", w.moves())
-	}
-	replacement := w.serving("serve-new", "n1", 0)
-	replacement.CreationTimestamp = metav1.NewTime(t0.Add(time.Minute))
-	w.store(replacement)
-	w.at(9 * time.Minute)
+	w.at(6*time.Minute + 2*time.Second) // the replacement is 301 s old: past the 300 s timeout
 	if w.moves() != 2 {
-		t.Fatalf("%d moves once a replacement was Ready, want 2", w.moves())
-	}
-	found := false
-	for len(w.recorder.Events) > 0 {
-		if e := <-w.recorder.Events; strings.Contains(e, ReasonWaveTimedOut) {
-			found = true
-		}
-	}
-	if !found {
-		t.Errorf("no %s event", ReasonWaveTimedOut)
-	}
-}
-
-// TestReplacementSeenOnce: a wave ends once each replacement has been
-// Ready on a physical node, even if it is moved on again (a research
-// claim evicting it) before the controller looks. The claim's eviction
-// spent the budget: the next wave waits for that replacement's own.
-func TestReplacementSeenOnce(t *testing.T) {
-	w := firstWaveOfTwo(t)
-	w.remove(w.serving("serve", "vk", 8))
-	// Its replacement turns Ready on n0 (the pod handler sees it), then
-	// is evicted by a claim before the next tick.
-	replacement := w.serving("serve-new", "n0", 8)
-	replacement.CreationTimestamp = metav1.NewTime(t0.Add(time.Minute))
-	w.rc.observe(replacement)
-	w.at(2 * time.Minute)
-	if len(w.rc.waves()) != 0 {
-		t.Fatal("the wave still runs after its replacement was seen Ready")
-	}
-	if w.moves() != 1 {
-		t.Fatalf("%d moves with the budget spent by the claim, want 1", w.moves())
-	}
-	again := w.serving("serve-new-2", "vk", 0)
-	again.CreationTimestamp = metav1.NewTime(t0.Add(2 * time.Minute))
-	w.store(again)
-	w.at(3 * time.Minute)
-	if w.moves() != 2 {
-		t.Fatalf("%d moves once the claim's replacement was Ready, want 2", w.moves())
+		t.Fatalf("%d moves after the wave timed out, want 2", w.moves())
 	}
 }
 
@@ -510,5 +446,75 @@ func TestProductionLeftOutOfThePolicyComesHome(t *testing.T) {
 	w.at(61 * time.Second)
 	if w.moves() != 1 {
 		t.Errorf("%d moves of production outside the production namespaces after a full window of room, want 1", w.moves())
+	}
+}
+
+// waveInFlight is a ReplicaSet of 9 on the overflow node (a default
+// budget of 3) whose first return wave of 1 has evicted its oldest pod:
+// the pod is being deleted, then gone, and its replacement, created at
+// 1m01s, is starting (returned).
+func waveInFlight(t *testing.T) (*world, *v1.Pod) {
+	w := newWorld(t)
+	w.store(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "serve", UID: "rs-serve"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](9)}})
+	for i := range 8 {
+		p := w.serving(fmt.Sprintf("serve-%d", i), "vk", 0)
+		p.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+		w.store(p)
+	}
+	w.rc.cfg.Return.MaxPodsPerWave = 1
+	w.at(0)
+	w.at(time.Minute)
+	if got := w.evictedNames(); !reflect.DeepEqual(got, []string{"serve"}) {
+		t.Fatalf("first wave %v, want [serve] (the oldest)", got)
+	}
+	w.remove(w.serving("serve", "vk", 8))
+	starting := w.serving("serve-new", "", 0)
+	starting.Status = v1.PodStatus{Phase: v1.PodPending}
+	starting.CreationTimestamp = metav1.NewTime(t0.Add(time.Minute + time.Second))
+	w.store(starting)
+	return w, starting
+}
+
+// TestNewLeaderWaitsForTheWaveInFlight: a wave in flight is read from the
+// API, not remembered: a new leader (a new controller and ledger over the
+// same objects) starts no wave of a budget while a pod of its controller
+// is being deleted or its replacement is starting, though the budget
+// would allow it; it does once the replacement is Ready.
+func TestNewLeaderWaitsForTheWaveInFlight(t *testing.T) {
+	w, starting := waveInFlight(t)
+	// The leader changes: nothing of the old one's memory is left.
+	newLeader := func() {
+		ledger, err := disruption.NewLedger(w.informers, intstr.FromString("25%"), w.client, w.recorder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := w.rc.cfg
+		cfg.Ledger = ledger
+		w.rc = New(cfg)
+	}
+	newLeader()
+	w.at(2 * time.Minute)
+	w.at(3*time.Minute + time.Second)
+	if w.moves() != 1 {
+		t.Fatalf("%d moves by the new leader while the first wave's replacement starts, want 1", w.moves())
+	}
+	ready := w.serving("serve-new", "n0", 0)
+	ready.CreationTimestamp = starting.CreationTimestamp
+	w.store(ready)
+	// Another actor's eviction (a claim's), not gone yet, holds it too.
+	leaving := w.serving("serve-0", "vk", 0)
+	leaving.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+	leaving.DeletionTimestamp = ptr.To(metav1.NewTime(t0.Add(3 * time.Minute)))
+	w.store(leaving)
+	newLeader()
+	w.at(3*time.Minute + 2*time.Second)
+	w.at(4*time.Minute + 3*time.Second)
+	if w.moves() != 1 {
+		t.Fatalf("%d moves while a pod of the controller is being deleted, want 1", w.moves())
+	}
+	w.remove(leaving)
+	w.at(4*time.Minute + 4*time.Second)
+	if w.moves() != 2 {
+		t.Fatalf("%d moves once the replacement is Ready and nothing is leaving, want 2", w.moves())
 	}
 }

@@ -279,8 +279,9 @@ type ReturnConfig struct {
 	MinWaveIntervalSeconds *int64 `json:"minWaveIntervalSeconds,omitempty"`
 	// PollIntervalSeconds. Default: 5.
 	PollIntervalSeconds *int64 `json:"pollIntervalSeconds,omitempty"`
-	// WaveTimeoutSeconds bounds how long a budget's wave waits for its
-	// replacements before its next may start. Default: 300.
+	// WaveTimeoutSeconds bounds how long a starting replacement (a pod of
+	// the controller created this recently, not Ready) holds its budget's
+	// next wave. Default: 300.
 	WaveTimeoutSeconds *int64 `json:"waveTimeoutSeconds,omitempty"`
 }
 
