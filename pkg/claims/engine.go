@@ -165,6 +165,10 @@ func NewEngine(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("indexing pods by node: %w", err)
 		}
 	}
+	// The room the claims hold is the ledger's: every actor that places
+	// pods on an overflow node (this engine, the planner, the production
+	// profile's filter) gets it there.
+	cfg.Ledger.HoldRoomOf(cfg.Store)
 	return &Engine{
 		cfg:    cfg,
 		byNode: podInformer.GetIndexer(),
@@ -675,7 +679,7 @@ func (e *Engine) room() *overflow.Ledger {
 			e.counted.pods[n.Name] = sets.New(pods[n.Name]...)
 		}
 	}
-	return e.counted.ledger.Holding(e.cfg.Store.Reservations())
+	return e.cfg.Ledger.Room(e.counted.ledger)
 }
 
 // samePods reports whether pods are the objects counted.

@@ -3,7 +3,8 @@
 
 // Package disruption is the disruption ledger: the one place that decides
 // whether sluice may disrupt a production pod now, and the only one that
-// evicts. Every actor (the claim engine, the return controller) asks it,
+// evicts; and where the overflow room live claims hold is added to what
+// any actor counts (room.go). Every actor (the claim engine, the return controller) asks it,
 // and it answers from the API objects every replica reads, so two actors,
 // two claims, or a new leader never count one budget twice.
 //
@@ -86,6 +87,8 @@ type Ledger struct {
 	// one's budget.
 	held      map[string]map[types.UID]hold
 	heldUnder map[types.UID]string
+	// holdings is the overflow room live claims hold (room.go).
+	holdings Holdings
 }
 
 // hold is an eviction the informers do not show yet.

@@ -119,3 +119,53 @@ func TestPluginsImportNoPlugin(t *testing.T) {
 		}
 	}
 }
+
+// TestRoomHeldOnlyByTheLedger: the overflow room live claims hold is read
+// by the disruption ledger alone (disruption.Ledger.Room and Held), so
+// the claim engine, the planner and the production profile's filter all
+// count a claim's reservation the same way; none asks the claims store.
+func TestRoomHeldOnlyByTheLedger(t *testing.T) {
+	calls := 0
+	err := filepath.WalkDir(moduleRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(moduleRoot, path)
+		if d.IsDir() {
+			switch rel {
+			case ".git", "_output", "bin", "test":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "Reservations" && sel.Sel.Name != "ReservationsFor" {
+				return true
+			}
+			calls++
+			if rel != filepath.Join("pkg", "disruption", "room.go") {
+				t.Errorf("%s calls %s: the room claims hold is the disruption ledger's to read (Ledger.Room, Ledger.Held)", rel, sel.Sel.Name)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 {
+		t.Error("no call to Reservations or ReservationsFor found: the check reads nothing")
+	}
+}

@@ -36,13 +36,14 @@ import (
 // (disruption.Ledger).
 type Budgets interface {
 	Of(pod *v1.Pod) (disruption.Budget, string)
+	// Room is counted less the overflow room live claims hold.
+	Room(counted *overflow.Ledger) *overflow.Ledger
 }
 
 // Holdings is what live claims hold (claims.Store): the nodes they free or
-// nominate to, and their overflow room.
+// nominate to. Their overflow room is the ledger's (Budgets.Room).
 type Holdings interface {
 	NodeClaimed(node string) bool
-	Reservations() []overflow.Reservation
 }
 
 // Planner plans claims.
@@ -102,7 +103,7 @@ func (pl *Planner) Plan(tree *fabric.Tree, nodes []fwk.NodeInfo, req Request) (*
 			podsOn[node.Name] = append(podsOn[node.Name], pi.GetPod())
 		}
 	}
-	room := overflow.NewLedger(pl.Classes, overflowNodes, func(n string) []*v1.Pod { return podsOn[n] }, pl.Holdings.Reservations())
+	room := pl.Budgets.Room(overflow.NewLedger(pl.Classes, overflowNodes, func(n string) []*v1.Pod { return podsOn[n] }, nil))
 	var states []overflow.NodeState
 	for _, ni := range nodes {
 		node := ni.Node()

@@ -54,8 +54,16 @@ type holdings struct {
 	reservations []overflow.Reservation
 }
 
-func (h holdings) NodeClaimed(node string) bool         { return h.claimed.Has(node) }
-func (h holdings) Reservations() []overflow.Reservation { return h.reservations }
+func (h holdings) NodeClaimed(node string) bool { return h.claimed.Has(node) }
+
+// ledger is budgets, and the room holdings reserve: the disruption
+// ledger's two answers the planner asks for.
+type ledger struct {
+	budgets
+	held []overflow.Reservation
+}
+
+func (l ledger) Room(counted *overflow.Ledger) *overflow.Ledger { return counted.Holding(l.held) }
 
 // production is a 2-GPU replica of ReplicaSet rs on node, overflow-eligible.
 func production(name, rs, node string, gpus int) *v1.Pod {
@@ -137,7 +145,7 @@ func newPlanner(t *testing.T, b budgets, h holdings) *Planner {
 	if h.claimed == nil {
 		h.claimed = sets.New[string]()
 	}
-	return &Planner{Classes: classes, Budgets: b, Holdings: h, GPU: gpu,
+	return &Planner{Classes: classes, Budgets: ledger{budgets: b, held: h.reservations}, Holdings: h, GPU: gpu,
 		Config: config.ClaimsConfig{WaveTimeoutSeconds: 300, ReplacementTimeoutSeconds: 120, MakeBeforeBreak: true, WarmTimeoutSeconds: 60}}
 }
 

@@ -37,6 +37,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/apis/config/validation"
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/claims"
+	"github.com/sluice-sched/sluice/pkg/disruption"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
@@ -66,6 +67,9 @@ type Runtime interface {
 	// Claims is the store of research claims, nil when no profile runs
 	// claims.
 	Claims() *claims.Store
+	// Ledger is the disruption ledger, which holds the overflow room
+	// live claims reserve (nil with Claims).
+	Ledger() *disruption.Ledger
 }
 
 // Filter reasons.
@@ -382,12 +386,12 @@ func (pl *InferencePacking) PreFilter(_ context.Context, state fwk.CycleState, p
 	}
 	if offers := *pl.offers.Load(); len(offers) > 0 && pl.classes.ToleratesOverflow(pod) {
 		s.overflowNodes = offers
-		if pl.store != nil {
+		if ledger := pl.rt.Ledger(); pl.store != nil && ledger != nil {
 			var owner types.UID
 			if ref := metav1.GetControllerOf(pod); ref != nil {
 				owner = ref.UID
 			}
-			s.held = pl.store.ReservationsFor(owner)
+			s.held = ledger.Held(owner)
 		}
 		notProduction := pl.notProduction(pod)
 		for name, o := range offers {

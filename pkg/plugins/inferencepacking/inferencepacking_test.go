@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -34,6 +35,7 @@ import (
 	v1alpha1 "github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/apis/config"
 	"github.com/sluice-sched/sluice/pkg/claims"
+	"github.com/sluice-sched/sluice/pkg/disruption"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/overflow"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
@@ -97,6 +99,13 @@ func newPluginWith(tb testing.TB, nodes []*v1.Node, running []*v1.Pod, store *cl
 	}
 	snapshot := cache.NewSnapshot(running, nodes)
 	rt := &sealedRuntime{tracker: tracker, classes: classes, fabric: &config.FabricConfig{GPUResourceName: "nvidia.com/gpu"}, store: store}
+	if store != nil {
+		// The room claims hold is the disruption ledger's.
+		if rt.ledger, err = disruption.NewLedger(informers.NewSharedInformerFactory(fake.NewClientset(), 0), intstr.FromString("25%"), nil, nil); err != nil {
+			tb.Fatal(err)
+		}
+		rt.ledger.HoldRoomOf(store)
+	}
 	return &InferencePacking{rt: rt, handle: newHandle(snapshot), waiting: requeue.NewWaiting(nil),
 		clock: testingclock.NewFakePassiveClock(time.Now())}, snapshot
 }
@@ -107,6 +116,7 @@ type sealedRuntime struct {
 	classes *overflow.Classes
 	fabric  *config.FabricConfig
 	store   *claims.Store
+	ledger  *disruption.Ledger
 }
 
 func (r *sealedRuntime) Declare(context.Context, fwk.Handle, *field.Path, config.Facts) error {
@@ -116,6 +126,7 @@ func (r *sealedRuntime) Seal() error                                     { retur
 func (r *sealedRuntime) Fabric() (*fabric.Tracker, *config.FabricConfig) { return r.tracker, r.fabric }
 func (r *sealedRuntime) Classes() *overflow.Classes                      { return r.classes }
 func (r *sealedRuntime) Claims() *claims.Store                           { return r.store }
+func (r *sealedRuntime) Ledger() *disruption.Ledger                      { return r.ledger }
 
 // TestScoreWorkedExample is the worked example of Score's doc comment: a
 // 1-GPU production pod, 8-GPU nodes.
