@@ -30,7 +30,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -132,7 +131,10 @@ type Engine struct {
 	pods   corelisters.PodLister
 	nodes  corelisters.NodeLister
 	byNode cache.Indexer
-	queue  workqueue.TypedRateLimitingInterface[string]
+	// overflowNodes indexes nodes (overflowIndex): a sync reads the
+	// overflow nodes, never every node.
+	overflowNodes cache.Indexer
+	queue         workqueue.TypedRateLimitingInterface[string]
 	// synced are the informers the engine reads: it acts only on a full
 	// view (an empty pod cache would make every claimant look gone).
 	synced []cache.InformerSynced
@@ -147,6 +149,9 @@ type Engine struct {
 
 // nodeIndex indexes pods by the node they are bound to.
 const nodeIndex = "sluice.dev/node-name"
+
+// overflowIndex indexes the overflow nodes under "true".
+const overflowIndex = "sluice.dev/overflow-node"
 
 // NewEngine builds an engine over cfg's informers, which must not have
 // started (it indexes pods by node). Run drives it.
@@ -169,12 +174,24 @@ func NewEngine(cfg Config) (*Engine, error) {
 	// pods on an overflow node (this engine, the planner, the production
 	// profile's filter) gets it there.
 	cfg.Ledger.HoldRoomOf(cfg.Store)
+	nodeInformer := cfg.Informers.Core().V1().Nodes().Informer()
+	if _, ok := nodeInformer.GetIndexer().GetIndexers()[overflowIndex]; !ok {
+		if err := nodeInformer.AddIndexers(cache.Indexers{overflowIndex: func(obj any) ([]string, error) {
+			if n, ok := obj.(*v1.Node); ok && cfg.Classes.IsOverflowNode(n) {
+				return []string{"true"}, nil
+			}
+			return nil, nil
+		}}); err != nil {
+			return nil, fmt.Errorf("indexing overflow nodes: %w", err)
+		}
+	}
 	return &Engine{
-		cfg:    cfg,
-		byNode: podInformer.GetIndexer(),
-		pods:   cfg.Informers.Core().V1().Pods().Lister(),
-		nodes:  cfg.Informers.Core().V1().Nodes().Lister(),
-		synced: append(disruption.Synced(cfg.Informers), cfg.Informers.Core().V1().Nodes().Informer().HasSynced),
+		cfg:           cfg,
+		byNode:        podInformer.GetIndexer(),
+		overflowNodes: nodeInformer.GetIndexer(),
+		pods:          cfg.Informers.Core().V1().Pods().Lister(),
+		nodes:         cfg.Informers.Core().V1().Nodes().Lister(),
+		synced:        append(disruption.Synced(cfg.Informers), cfg.Informers.Core().V1().Nodes().Informer().HasSynced),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sluice-claims"}),
 	}, nil
@@ -659,12 +676,13 @@ func heldNodes(c *v1alpha1.ResearchClaim) sets.Set[string] {
 // claim's records look at it once each, and an overflow node may run
 // tens of thousands of pods.
 func (e *Engine) room() *overflow.Ledger {
-	all, _ := e.nodes.List(labels.Everything())
+	all, _ := e.overflowNodes.ByIndex(overflowIndex, "true")
 	var nodes []*v1.Node
 	pods := map[string][]*v1.Pod{}
 	same := e.counted.ledger != nil
-	for _, n := range all {
-		if !e.cfg.Classes.IsOverflowNode(n) {
+	for _, obj := range all {
+		n, ok := obj.(*v1.Node)
+		if !ok {
 			continue
 		}
 		nodes = append(nodes, n)
