@@ -74,9 +74,11 @@ type Config struct {
 	ReconcileIntervalSeconds *int64 `json:"reconcileIntervalSeconds,omitempty"`
 	// RequestTimeoutSeconds bounds every call to a provider (default 10).
 	RequestTimeoutSeconds *int64 `json:"requestTimeoutSeconds,omitempty"`
-	// ProviderFailureTimeoutSeconds is how long a provider may be
-	// unhealthy before the pods it runs are marked Failed, so their
-	// controllers replace them (default 120).
+	// ProviderFailureTimeoutSeconds is how long a provider's listing may
+	// fail before the pods it runs are marked Failed, so their controllers
+	// replace them (default 120). A provider that lists but fails its
+	// health or capacity call only takes no new work: the pods whose
+	// workloads it lists go on as their workloads are.
 	ProviderFailureTimeoutSeconds *int64 `json:"providerFailureTimeoutSeconds,omitempty"`
 	// DispatchTimeoutSeconds is how long a pod bound to the node may go
 	// without any provider starting it (every provider down, full or

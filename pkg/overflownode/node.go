@@ -72,11 +72,15 @@ type Member struct {
 	Config   ProviderConfig
 	Provider provider.Provider
 
-	// Guarded by Node.mu.
-	healthy  bool
-	since    time.Time // of the last change of healthy
-	err      error
-	capacity v1.ResourceList // quota applied
+	// Guarded by Node.mu. healthy: it takes new work (its health,
+	// listing and capacity calls answer); since is the last change of
+	// healthy. unlistedSince is when its listing last began to fail (zero
+	// while it lists): only then are its pods' workloads unknown.
+	healthy       bool
+	since         time.Time
+	unlistedSince time.Time
+	err           error
+	capacity      v1.ResourceList // quota applied
 }
 
 // remote is one remote workload as last listed (or just created).

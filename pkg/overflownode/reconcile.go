@@ -55,6 +55,12 @@ func (n *Node) Reconcile(ctx context.Context) {
 			logger.Info("Provider health changed", "provider", m.Config.Name, "healthy", healthy, "err", firstErr(o.healthErr, o.listErr))
 		}
 		m.healthy, m.err = healthy, firstErr(o.healthErr, o.listErr)
+		switch {
+		case o.listErr == nil:
+			m.unlistedSince = time.Time{}
+		case m.unlistedSince.IsZero():
+			m.unlistedSince = start
+		}
 		if o.capacity != nil {
 			m.capacity = applyQuota(o.capacity, m.Config.Quota)
 		}
@@ -88,15 +94,16 @@ func (n *Node) observe(ctx context.Context) []observation {
 				return f(c)
 			}
 			o := &obs[i]
+			// A failing health or capacity call stops new work there;
+			// the listing alone says how its workloads are.
 			o.healthErr = call(func(c context.Context) error { return m.Provider.Health(c) })
-			if o.healthErr != nil {
-				o.listErr = fmt.Errorf("not listed: provider unhealthy")
-				return
-			}
 			o.listErr = call(func(c context.Context) (err error) {
 				o.listed, err = m.Provider.List(c)
 				return err
 			})
+			if o.healthErr != nil {
+				return
+			}
 			if err := call(func(c context.Context) (err error) {
 				o.capacity, err = m.Provider.Capacity(c)
 				return err
@@ -241,6 +248,16 @@ func (n *Node) collectGarbage(ctx context.Context, index map[types.UID]*remote, 
 	}
 }
 
+// unlistedFor is how long m's listing has been failing (0 while it lists).
+func (n *Node) unlistedFor(m *Member, now time.Time) time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if m.unlistedSince.IsZero() {
+		return 0
+	}
+	return now.Sub(m.unlistedSince)
+}
+
 // podAlive asks the apiserver whether the pod still exists, with this UID,
 // on this node, and is not finished. Errors count as alive.
 func (n *Node) podAlive(ctx context.Context, ref provider.PodRef) bool {
@@ -255,8 +272,11 @@ func (n *Node) podAlive(ctx context.Context, ref provider.PodRef) bool {
 }
 
 // syncPods translates remote state into every pod's status and fails the
-// pods whose workload failed, vanished, or sits at a provider that has
-// been down longer than providerFailureTimeout.
+// pods whose workload failed, vanished, or sits at a provider that could
+// not be listed for providerFailureTimeout. A provider that lists but
+// fails its health or capacity call takes no new work, and the pods whose
+// workloads it lists go on as their workloads are: a control-plane blip
+// fails nothing that serves.
 func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh map[*Member]bool, byUID map[types.UID]*v1.Pod, now time.Time) {
 	timeout := n.cfg.ProviderFailureTimeout()
 	refs := newRefReader(n.client)
@@ -266,14 +286,11 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 		}
 		if r := index[uid]; r != nil {
 			n.clearLost(uid)
-			n.mu.Lock()
-			down, since := !r.member.healthy, r.member.since
-			n.mu.Unlock()
-			if down && now.Sub(since) >= timeout {
-				n.fail(pod, ReasonProviderUnavailable, fmt.Sprintf("provider %s has been unavailable for %s", r.member.Config.Name, now.Sub(since).Round(time.Second)))
+			if unlisted := n.unlistedFor(r.member, now); unlisted >= timeout {
+				n.fail(pod, ReasonProviderUnavailable, fmt.Sprintf("provider %s could not be listed for %s", r.member.Config.Name, unlisted.Round(time.Second)))
 				continue
 			}
-			if !down {
+			if fresh[r.member] {
 				n.passOnRefs(ctx, refs, pod, r)
 			}
 			n.sendStatus(pod, n.statusFor(pod, r))
@@ -308,12 +325,9 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 			n.fail(pod, ReasonProviderRemoved, fmt.Sprintf("provider %s is no longer configured", name))
 			continue
 		}
-		n.mu.Lock()
-		down, since := !m.healthy, m.since
-		n.mu.Unlock()
-		switch {
-		case down && now.Sub(since) >= timeout:
-			n.fail(pod, ReasonProviderUnavailable, fmt.Sprintf("provider %s has been unavailable for %s", name, now.Sub(since).Round(time.Second)))
+		switch unlisted := n.unlistedFor(m, now); {
+		case unlisted >= timeout:
+			n.fail(pod, ReasonProviderUnavailable, fmt.Sprintf("provider %s could not be listed for %s", name, unlisted.Round(time.Second)))
 		case fresh[m] && n.strike(uid) >= lostAfter:
 			n.fail(pod, ReasonRemoteLost, fmt.Sprintf("its remote workload vanished from provider %s (%s)", name, remoteMessage(pod)))
 		}
