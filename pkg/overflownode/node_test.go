@@ -520,6 +520,26 @@ func TestGarbageCollectionConfirmsWithTheAPIServer(t *testing.T) {
 	}
 }
 
+// TestOnlyItsOwnWorkloads: a listed workload that does not name this node
+// (another node's, or one with no node at all) is neither adopted nor
+// collected, though no pod here runs it.
+func TestOnlyItsOwnWorkloads(t *testing.T) {
+	p := newFake("8")
+	f := newFixture(t, member("cloud", 0, 0, p))
+	ctx := context.Background()
+	for _, node := range []string{"", "another-overflow"} {
+		uid := types.UID("uid-of-" + node)
+		w := provider.Workload{ID: provider.IDFor(uid), Node: node, Phase: provider.Running, Ready: true,
+			Pod: provider.PodRef{Namespace: "serve", Name: "elsewhere", UID: uid}}
+		p.workloads[w.ID] = w
+	}
+	f.node.Reconcile(ctx)
+	f.node.Reconcile(ctx)
+	if len(p.workloads) != 2 {
+		t.Errorf("%d of 2 workloads not naming this node are left, want both (never collected)", len(p.workloads))
+	}
+}
+
 func gpus(n *v1.Node) string {
 	q := n.Status.Allocatable["nvidia.com/gpu"]
 	return q.String()

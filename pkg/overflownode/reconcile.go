@@ -181,7 +181,9 @@ func (n *Node) mergeLocked(obs []observation, fresh map[*Member]bool, byUID map[
 				klog.Background().Error(err, "Ignoring an invalid workload", "provider", m.Config.Name)
 				continue
 			}
-			if w.Node != "" && w.Node != n.cfg.NodeName {
+			if w.Node != n.cfg.NodeName {
+				// Another node's, or one naming no node: never this
+				// node's to adopt or collect.
 				continue
 			}
 			r := &remote{member: m, w: w}
