@@ -458,8 +458,9 @@ func observeStart(old, cur *remote, kind string, now time.Time) {
 }
 
 // meter counts the GPU-seconds each provider ran since the last call, and
-// their cost at its price: the GPUs of the pods running there (by their
-// requests) times the time since then.
+// their cost at its price: the GPUs of the pods and warm instances running
+// there (by their requests; a warm instance's are its victim's, learnt
+// from the claims) times the time since then.
 func (n *Node) meter(now time.Time) {
 	byUID := n.podsByUID()
 	gpu := v1.ResourceName(n.cfg.GPUResourceName)
@@ -474,6 +475,14 @@ func (n *Node) meter(now time.Time) {
 		}
 		q := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})[gpu]
 		gpus[r.member] += q.Value()
+	}
+	// Warm instances run, and bill, before any pod here adopts them: at
+	// their victim's requests.
+	for _, r := range n.warm {
+		if r.w.Phase == provider.Running {
+			q := r.requests[gpu]
+			gpus[r.member] += q.Value()
+		}
 	}
 	n.mu.Unlock()
 	if last.IsZero() || !now.After(last) {

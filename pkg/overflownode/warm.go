@@ -132,10 +132,9 @@ func (n *Node) expired(r *remote, now time.Time) bool {
 // the TTL, also when its claim has ended), reports the others on their
 // victims, and starts the missing ones.
 func (n *Node) syncWarm(ctx context.Context, now time.Time) {
-	want, ok := n.wantedWarm()
-	if !ok {
-		return
-	}
+	// Claims unreadable: failed and expired instances still go, on their
+	// own deadline; nothing is started or dropped as unwanted.
+	want, known := n.wantedWarm()
 	n.mu.Lock()
 	warm := maps.Clone(n.warm)
 	n.mu.Unlock()
@@ -154,6 +153,7 @@ func (n *Node) syncWarm(ctx context.Context, now time.Time) {
 			n.dropWarm(ctx, r, "failed", tell, offer.WarmFailed, fmt.Sprintf("%s stopped: %s", where, r.w.Message))
 		case n.expired(r, now):
 			n.dropWarm(ctx, r, "expired", tell, offer.WarmExpired, fmt.Sprintf("%s not adopted within %s of its creation; deleted", where, n.cfg.WarmTTL()))
+		case !known:
 		case tell && r.w.Ready:
 			n.setWarm(ctx, r.w.Pod, v1.ConditionTrue, offer.WarmReady, where+" is Ready")
 		case tell:
@@ -166,6 +166,9 @@ func (n *Node) syncWarm(ctx context.Context, now time.Time) {
 		default:
 			n.dropWarm(ctx, r, "unwanted", false, "", "")
 		}
+	}
+	if !known {
+		return
 	}
 	var todo []v1alpha1.Victim
 	n.mu.Lock()

@@ -16,9 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
+	"github.com/sluice-sched/sluice/pkg/metrics"
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 )
 
@@ -26,9 +28,15 @@ import (
 type fakeClaims struct {
 	mu   sync.Mutex
 	list []*v1alpha1.ResearchClaim
+	// unread: the claims cannot be read (the API not served, or RBAC).
+	unread bool
 }
 
-func (f *fakeClaims) Served() bool { return true }
+func (f *fakeClaims) Served() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.unread
+}
 
 func (f *fakeClaims) List() []*v1alpha1.ResearchClaim {
 	f.mu.Lock()
@@ -261,5 +269,55 @@ func TestWarmInstanceNeedsNoIdentity(t *testing.T) {
 	}
 	if got := f.warmCondition(t, "llm-0"); got != "False:WarmFailed:container c env POD_NAME reads metadata.name: a warm instance would keep this pod's after its replacement adopts it" {
 		t.Errorf("warm condition = %q", got)
+	}
+}
+
+// TestWarmInstanceMeteredAndExpiresWithoutClaims: a warm instance running
+// at a provider is metered like a pod (GPU-seconds, cost); while the node
+// cannot read claims it still expires at its own deadline, never started
+// again.
+func TestWarmInstanceMeteredAndExpiresWithoutClaims(t *testing.T) {
+	cloud := newFake("8")
+	f := newFixture(t, member("warm-meter", 0, 3.6, cloud))
+	ctx := context.Background()
+	metrics.RegisterOverflowNode()
+	victim := servingPod("llm-0", "llm", "h1", "gpu-1")
+	if _, err := f.client.CoreV1().Pods("serve").Create(ctx, victim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	claim := victimsClaim(victim)
+	claim.Spec.Victims[0].Target.Provider = "warm-meter"
+	src := &fakeClaims{list: []*v1alpha1.ResearchClaim{claim}}
+	f.node.SetClaims(src)
+	f.node.Reconcile(ctx)
+	f.node.Reconcile(ctx) // Running
+	if cloud.creates != 1 {
+		t.Fatalf("%d creates, want the victim's warm instance", cloud.creates)
+	}
+	seconds := func() float64 {
+		v, err := testutil.GetCounterMetricValue(metrics.OverflowGPUSeconds.WithLabelValues("warm-meter"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	was := seconds()
+	f.clock = f.clock.Add(10 * time.Second)
+	f.node.Reconcile(ctx)
+	if got := seconds() - was; got != 10 {
+		t.Errorf("a 1-GPU warm instance running 10 s metered %v GPU-seconds, want 10", got)
+	}
+
+	src.mu.Lock()
+	src.unread = true
+	src.mu.Unlock()
+	f.clock = f.clock.Add(DefaultWarmTTL)
+	f.node.Reconcile(ctx)
+	f.node.Reconcile(ctx)
+	cloud.mu.Lock()
+	left, creates := len(cloud.workloads), cloud.creates
+	cloud.mu.Unlock()
+	if left != 0 || creates != 1 {
+		t.Errorf("claims unreadable, past the warm TTL: %d workloads left, %d creates; want 0 left (expired), 1 create", left, creates)
 	}
 }
