@@ -128,12 +128,6 @@ func (r *Controller) Run(ctx context.Context) {
 	}
 }
 
-// physical reports whether a node is a physical (not overflow) node.
-func (r *Controller) physical(name string) bool {
-	known, overflow := r.nodeKind(name)
-	return known && !overflow
-}
-
 // nodeKind reports whether node name exists and whether it is an
 // overflow node.
 func (r *Controller) nodeKind(name string) (known, overflow bool) {
