@@ -204,24 +204,45 @@ func (l *Ledger) replicas(ns string, owner Owner) (int32, bool) {
 	return *replicas, true
 }
 
-// Settling reports whether a controller's pods are still settling from a
+// Settling reports whether a budget's pods are still settling from a
 // move, as any replica reads it from the API: one is being deleted
-// (evicted, not gone yet), or one created less than window before now is
-// neither healthy nor ended (a replacement still starting). A return wave
-// waits for it, so a new leader waits for the moves its predecessor
-// started, and for any other actor's. window bounds how long a replacement
-// that never turns Ready holds the next wave (creation times are the
-// apiserver's clock: skew shifts that bound, nothing else).
-func (l *Ledger) Settling(owner Owner, now time.Time, window time.Duration) bool {
-	for _, p := range l.PodsOf(owner.UID) {
+// (evicted, not gone yet), or one created is neither healthy nor ended (a
+// replacement still starting), each for at most window (from its deletion
+// time, or its creation). A return wave waits for it, so a new leader
+// waits for the moves its predecessor started, and for any other actor's;
+// window bounds how long a pod that never goes, or never turns Ready,
+// holds the next wave (the times are the apiserver's clock: skew shifts
+// that bound, nothing else).
+func (l *Ledger) Settling(b Budget, now time.Time, window time.Duration) bool {
+	for _, p := range l.podsUnder(b) {
 		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
-		if p.DeletionTimestamp != nil || !Healthy(p) && now.Sub(p.CreationTimestamp.Time) < window {
+		switch {
+		case p.DeletionTimestamp != nil:
+			if now.Sub(p.DeletionTimestamp.Time) < window {
+				return true
+			}
+		case !Healthy(p) && now.Sub(p.CreationTimestamp.Time) < window:
 			return true
 		}
 	}
 	return false
+}
+
+// podsUnder lists the pods a budget counts: its PodDisruptionBudget's
+// selection (every pod of the namespace for an empty selector), or its
+// controller's pods.
+func (l *Ledger) podsUnder(b Budget) []*v1.Pod {
+	if b.PDB == nil {
+		return l.PodsOf(b.Owner.UID)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(b.PDB.Spec.Selector)
+	if err != nil {
+		return nil
+	}
+	pods, _ := l.pods.Pods(b.Namespace).List(sel)
+	return pods
 }
 
 // Healthy reports whether a pod counts as healthy for a budget, as the

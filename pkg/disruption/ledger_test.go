@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -283,6 +284,60 @@ func TestPDB(t *testing.T) {
 				if !strings.Contains(why, tt.want) || len(w.deleted) != 0 || len(w.evicted) != evicted {
 					t.Fatalf("why %q, evicted %v, deleted %v; want it refused: %s", why, w.evicted, w.deleted, tt.want)
 				}
+			}
+		})
+	}
+}
+
+// TestSettling: a budget's pods settle from a move while one is being
+// deleted or one not Ready is young, each for at most the window; a PDB's
+// budget counts every pod it selects, whichever controller's.
+func TestSettling(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	const window = 5 * time.Minute
+	for _, tt := range []struct {
+		name  string
+		pod   func(*v1.Pod)
+		other bool // the pod is another ReplicaSet's under the same PDB
+		want  bool
+	}{
+		{"all Ready", func(*v1.Pod) {}, false, false},
+		{"one being deleted", func(p *v1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-time.Minute))) }, false, true},
+		{"one stuck deleting past the window", func(p *v1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-window))) }, false, false},
+		{"a replacement starting", func(p *v1.Pod) {
+			p.Status.Conditions[0].Status = v1.ConditionFalse
+			p.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+		}, false, true},
+		{"a replacement never Ready past the window", func(p *v1.Pod) {
+			p.Status.Conditions[0].Status = v1.ConditionFalse
+			p.CreationTimestamp = metav1.NewTime(now.Add(-window))
+		}, false, false},
+		{"one ended", func(p *v1.Pod) {
+			p.Status.Phase = v1.PodFailed
+			p.CreationTimestamp = metav1.NewTime(now)
+		}, false, false},
+		{"another controller's replacement under the PDB", func(p *v1.Pod) {
+			p.Status.Conditions[0].Status = v1.ConditionFalse
+			p.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+		}, true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			pods := w.rs("serve", 3)
+			w.pdb("serve", 1, 3, 3, "1", nil)
+			changed := w.replica("serve", "serve-x", true)
+			if tt.other {
+				changed.OwnerReferences[0].Name, changed.OwnerReferences[0].UID = "serve-new", "rs-serve-new"
+			}
+			changed.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+			tt.pod(changed)
+			w.put(changed)
+			b, why := w.ledger.Of(pods[0])
+			if why != "" {
+				t.Fatal(why)
+			}
+			if got := w.ledger.Settling(b, now, window); got != tt.want {
+				t.Errorf("Settling = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -51,9 +51,9 @@ const (
 // stayed free for it for the hysteresis window; capacity that flaps resets
 // the window, so pods do not ping-pong. Each budget returns on its own: a
 // budget's wave is at most maxPodsPerWave of its pods, no more than it
-// allows, minWaveInterval after its last; its next waits while the pods of
-// its controller settle (disruption.Settling: one being deleted, or a
-// replacement starting, for at most waveTimeoutSeconds). That is read
+// allows, minWaveInterval after its last; its next waits while its pods
+// settle (disruption.Settling: one being deleted, or a replacement
+// starting, each for at most waveTimeoutSeconds). That is read
 // from the API, so a new leader waits for its predecessor's waves, and
 // for every other actor's moves; only minWaveInterval is this replica's
 // memory (a rate, not a safety). No budget waits for another's pods.
@@ -172,7 +172,7 @@ func (r *Controller) Tick(ctx context.Context) {
 		return
 	}
 	moved := map[string][]*v1.Pod{}
-	settling := map[string]bool{} // by controller, read once a tick
+	settling := map[string]bool{} // by budget, read once a tick
 	window := time.Duration(r.cfg.Return.WaveTimeoutSeconds) * time.Second
 	total := 0
 	for _, p := range ready {
@@ -180,13 +180,13 @@ func (r *Controller) Tick(ctx context.Context) {
 		if why != "" {
 			continue // not movable
 		}
-		waits, known := settling[budget.Owner.UID]
+		waits, known := settling[budget.Name]
 		if !known {
-			waits = r.cfg.Ledger.Settling(budget.Owner, now, window)
-			settling[budget.Owner.UID] = waits
+			waits = r.cfg.Ledger.Settling(budget, now, window)
+			settling[budget.Name] = waits
 		}
 		if waits {
-			continue // its controller's pods still settle from the last move
+			continue // its pods still settle from the last move
 		}
 		if now.Sub(r.lastWave[budget.Name]) < time.Duration(r.cfg.Return.MinWaveIntervalSeconds)*time.Second ||
 			len(moved[budget.Name]) >= int(r.cfg.Return.MaxPodsPerWave) {
