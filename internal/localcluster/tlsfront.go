@@ -17,7 +17,6 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -40,7 +39,8 @@ type TLSFront struct {
 }
 
 // NewTLSFront listens on a free loopback port and forwards to target
-// (host:port); its certificate (for 127.0.0.1) goes to dir/front-ca.crt.
+// (host:port); its certificate (for 127.0.0.1) goes to a file of its own
+// in dir, removed by Close.
 func NewTLSFront(target, dir string) (*TLSFront, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -57,13 +57,23 @@ func NewTLSFront(target, dir string) (*TLSFront, error) {
 	if err != nil {
 		return nil, err
 	}
-	caFile := filepath.Join(dir, "front-ca.crt")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+	file, err := os.CreateTemp(dir, "tls-front-*-ca.crt")
+	if err != nil {
+		return nil, err
+	}
+	caFile := file.Name()
+	_, err = file.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(caFile)
 		return nil, err
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
 	l, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
 	if err != nil {
+		_ = os.Remove(caFile)
 		return nil, fmt.Errorf("TLS front for %s: %w", target, err)
 	}
 	f := &TLSFront{URL: "https://" + l.Addr().String(), CAFile: caFile, l: l, target: target, conns: map[net.Conn]bool{}}
@@ -80,6 +90,7 @@ func (f *TLSFront) serve() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			time.Sleep(10 * time.Millisecond) // out of file descriptors, say
 			continue
 		}
 		f.wg.Add(1)
@@ -137,4 +148,5 @@ func (f *TLSFront) Close() {
 	f.mu.Unlock()
 	_ = f.l.Close()
 	f.wg.Wait()
+	_ = os.Remove(f.CAFile)
 }

@@ -78,6 +78,7 @@ type Member struct {
 	// while it lists): only then are its pods' workloads unknown.
 	healthy       bool
 	since         time.Time
+	listed        bool // its last listing answered
 	unlistedSince time.Time
 	err           error
 	capacity      v1.ResourceList // quota applied

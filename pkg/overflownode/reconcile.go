@@ -5,6 +5,7 @@ package overflownode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -55,6 +56,7 @@ func (n *Node) Reconcile(ctx context.Context) {
 			logger.Info("Provider health changed", "provider", m.Config.Name, "healthy", healthy, "err", firstErr(o.healthErr, o.listErr))
 		}
 		m.healthy, m.err = healthy, firstErr(o.healthErr, o.listErr)
+		m.listed = o.listErr == nil
 		switch {
 		case o.listErr == nil:
 			m.unlistedSince = time.Time{}
@@ -97,6 +99,11 @@ func (n *Node) observe(ctx context.Context) []observation {
 			// A failing health or capacity call stops new work there;
 			// the listing alone says how its workloads are.
 			o.healthErr = call(func(c context.Context) error { return m.Provider.Health(c) })
+			if errors.Is(o.healthErr, context.DeadlineExceeded) {
+				// Not answering at all: a listing would wait as long.
+				o.listErr = fmt.Errorf("not listed: %w", o.healthErr)
+				return
+			}
 			o.listErr = call(func(c context.Context) (err error) {
 				o.listed, err = m.Provider.List(c)
 				return err

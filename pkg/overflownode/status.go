@@ -240,13 +240,19 @@ func (n *Node) offerLocked() offer.Offer {
 
 // nodeStatusLocked is the node's status: capacity is the sum over healthy
 // providers (quota applied) plus the pod limit; Ready is True while any
-// provider is healthy. Transition times are kept from prev when a
+// provider is healthy, or still lists its workloads (no pods are taken
+// then: a node NotReady would have its pods tainted away, though they
+// serve). Transition times are kept from prev when a
 // condition does not change. Called with n.mu.
 func (n *Node) nodeStatusLocked(prev *v1.NodeStatus) v1.NodeStatus {
 	capacity := v1.ResourceList{}
 	var healthy, unhealthy []string
+	listing := 0
 	unlimited := map[v1.ResourceName]bool{}
 	for _, m := range n.members {
+		if m.listed {
+			listing++
+		}
 		if !m.healthy {
 			unhealthy = append(unhealthy, fmt.Sprintf("%s (%v)", m.Config.Name, m.err))
 			continue
@@ -279,7 +285,11 @@ func (n *Node) nodeStatusLocked(prev *v1.NodeStatus) v1.NodeStatus {
 	if len(unhealthy) > 0 {
 		ready.Message += "; unhealthy: " + strings.Join(unhealthy, ", ")
 	}
-	if len(healthy) == 0 {
+	switch {
+	case len(healthy) == 0 && listing > 0:
+		ready.Reason = "NoProviderTakesPods"
+		ready.Message = fmt.Sprintf("no provider takes new pods (%s); %d still list their workloads, which go on serving", strings.Join(unhealthy, ", "), listing)
+	case len(healthy) == 0:
 		ready.Status, ready.Reason = v1.ConditionFalse, "NoHealthyProvider"
 		ready.Message = "no provider is healthy: " + strings.Join(unhealthy, ", ")
 	}

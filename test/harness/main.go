@@ -100,6 +100,12 @@ type mainOptions struct {
 	priorityClass  bool
 	remote         *nodesim.Options
 	network        bool
+	cleanups       []func()
+}
+
+// WithCleanup runs f once the package's tests have run, however they end.
+func WithCleanup(f func()) Option {
+	return func(o *mainOptions) { o.cleanups = append(o.cleanups, f) }
 }
 
 // WithControllers runs the ReplicaSet, Deployment, StatefulSet and
@@ -155,6 +161,9 @@ func runMain(m *testing.M, o mainOptions) (code int) {
 		etcdLog = logFile + ".etcd"
 	}
 	tb := localcluster.NewProcessTB("harness", tbOut)
+	for _, f := range o.cleanups {
+		tb.Cleanup(f)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(localcluster.Fatal); !ok {

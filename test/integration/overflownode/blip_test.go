@@ -25,7 +25,8 @@ import (
 // takes away) for several times providerFailureTimeoutSeconds. The overflow
 // node sends that provider nothing new, but the pods whose remote
 // workloads it still lists, and lists Ready, keep running and Ready, on the
-// same remote pods: a watch sees no pod fail, leave or turn unready. When
+// same remote pods: a watch sees no pod fail, leave or turn unready, and
+// the node stays Ready (taking no new pods). When
 // the list is allowed again, the provider is healthy again.
 func TestProviderBlipKeepsServing(t *testing.T) {
 	cp := harness.Shared(t)
@@ -139,6 +140,11 @@ func TestProviderBlipKeepsServing(t *testing.T) {
 	// The window under test: four failure timeouts with the capacity call
 	// refused, the provider's own listing answering.
 	harness.Eventually(t, 60*time.Second, func(context.Context) (bool, error) {
+		// A NotReady node would have its pods tainted away by the node
+		// lifecycle controller, though they serve.
+		if ok, _ := nodeReady(t, cp, name); !ok {
+			violations.Addf("overflow node %s NotReady while its provider still lists its workloads", name)
+		}
 		return time.Since(down) > 4*timeout && !providerHealthy(), nil
 	}, func() string { return fmt.Sprintf("the node list refused for %s", 4*timeout) })
 	for n, uid := range uids {

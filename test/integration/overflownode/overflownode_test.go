@@ -581,9 +581,13 @@ func TestProviderDown(t *testing.T) {
 
 	srv.SetHealthy(false)
 	harness.Eventually(t, 15*time.Second, func(context.Context) (bool, error) {
-		ok, gpus := nodeReady(t, cp, name)
-		return !ok && gpus.IsZero(), nil
-	}, func() string { return "overflow node NotReady with no GPUs while its only provider is down" })
+		node, err := cp.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		pods, gpus := node.Status.Allocatable[v1.ResourcePods], node.Status.Allocatable["nvidia.com/gpu"]
+		return pods.IsZero() && gpus.IsZero(), nil
+	}, func() string { return "overflow node takes no pods (no GPUs) while its only provider is down" })
 
 	waits := harness.ExpectNeverBound(t, cp.Client, ns, "train")
 	harness.CreatePods(t, cp.Client, harness.Pod(ns, "train").Scheduler("sluice-research").PriorityClass("research").GPUs(8).Obj())

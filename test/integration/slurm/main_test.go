@@ -29,7 +29,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	harness.Main(m, harness.WithCRDs("manifests/crds/scheduling.x-k8s.io_podgroups.yaml"))
+	harness.Main(m, harness.WithCRDs("manifests/crds/scheduling.x-k8s.io_podgroups.yaml"), harness.WithCleanup(closeTLSFronts))
 }
 
 // slurmEnv is a running test Slurm: 22.05 on the host (hack/slurm-up.sh,
@@ -127,6 +127,16 @@ var (
 	frontsMu sync.Mutex
 	fronts   = map[string]*localcluster.TLSFront{}
 )
+
+// closeTLSFronts stops the TLS fronts and removes their certificates.
+func closeTLSFronts() {
+	frontsMu.Lock()
+	defer frontsMu.Unlock()
+	for name, f := range fronts {
+		f.Close()
+		delete(fronts, name)
+	}
+}
 
 // withTLSFront points e.url at its Slurm's TLS front, started on first use.
 func (e *slurmEnv) withTLSFront(t testing.TB) {
