@@ -6,6 +6,7 @@
 // configuration and runs the pods bound to it there (pkg/overflownode).
 //
 //	sluice-overflow-node --config /etc/sluice/overflow-node.yaml
+//	sluice-overflow-node gc --config /etc/sluice/overflow-node.yaml [--node OLD]... [--delete]
 package main
 
 import (
@@ -30,6 +31,16 @@ import (
 var version = "v0.0.0-dev"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "gc" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := runGC(ctx, os.Args[2:], os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sluice-overflow-node:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	configFile := flag.String("config", "", "path of the OverflowNodeConfiguration file (required)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the home cluster (default: in-cluster)")
 	var serving servingOptions
