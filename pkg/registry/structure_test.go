@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,25 +26,7 @@ const moduleRoot = "../.."
 // (test/) are exempt.
 func TestNoPackageLevelState(t *testing.T) {
 	registration := map[string]bool{"SchemeGroupVersion": true, "SchemeBuilder": true, "localSchemeBuilder": true, "AddToScheme": true, "Resource": true}
-	err := filepath.WalkDir(moduleRoot, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(moduleRoot, path)
-		if d.IsDir() {
-			switch rel {
-			case ".git", "_output", "bin", "test", "pkg/metrics":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasPrefix(d.Name(), "zz_generated") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
-		if err != nil {
-			return err
-		}
+	eachSourceFile(t, []string{"pkg/metrics"}, func(rel string, f *ast.File) {
 		for _, decl := range f.Decls {
 			g, ok := decl.(*ast.GenDecl)
 			if !ok || g.Tok != token.VAR {
@@ -68,11 +51,7 @@ func TestNoPackageLevelState(t *testing.T) {
 				}
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // isLiteral reports a missing or literal initializer (a linker-stamped
@@ -126,25 +105,7 @@ func TestPluginsImportNoPlugin(t *testing.T) {
 // count a claim's reservation the same way; none asks the claims store.
 func TestRoomHeldOnlyByTheLedger(t *testing.T) {
 	calls := 0
-	err := filepath.WalkDir(moduleRoot, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(moduleRoot, path)
-		if d.IsDir() {
-			switch rel {
-			case ".git", "_output", "bin", "test":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-		if err != nil {
-			return err
-		}
+	eachSourceFile(t, nil, func(rel string, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
@@ -160,12 +121,40 @@ func TestRoomHeldOnlyByTheLedger(t *testing.T) {
 			}
 			return true
 		})
+	})
+	if calls == 0 {
+		t.Error("no call to Reservations or ReservationsFor found: the check reads nothing")
+	}
+}
+
+// eachSourceFile parses every non-test, non-generated Go file of the
+// module outside test/ (and outside the directories in skip, relative to
+// the module root) and hands it to f with its path.
+func eachSourceFile(t *testing.T, skip []string, f func(rel string, file *ast.File)) {
+	t.Helper()
+	err := filepath.WalkDir(moduleRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(moduleRoot, path)
+		if d.IsDir() {
+			switch {
+			case rel == ".git", rel == "_output", rel == "bin", rel == "test", slices.Contains(skip, rel):
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasPrefix(d.Name(), "zz_generated") {
+			return nil
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		f(rel, file)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if calls == 0 {
-		t.Error("no call to Reservations or ReservationsFor found: the check reads nothing")
 	}
 }
