@@ -99,6 +99,8 @@ type InferencePacking struct {
 	// for the GPUs a pod asks for.
 	insufficient string
 	store        *claims.Store
+	// ledger holds the overflow room live claims reserve.
+	ledger *disruption.Ledger
 	// waiting are production pods a claimed node turned away, retried
 	// when a claim ends (the queue does not watch claims), and pods no
 	// overflow node could run, retried when an overflow node's offer
@@ -243,7 +245,7 @@ func (pl *InferencePacking) ready() error {
 		tracker, fabricCfg := pl.rt.Fabric()
 		pl.tracker, pl.classes, pl.gpu = tracker, pl.rt.Classes(), v1.ResourceName(fabricCfg.GPUResourceName)
 		pl.insufficient = "Insufficient " + fabricCfg.GPUResourceName
-		pl.store = pl.rt.Claims()
+		pl.store, pl.ledger = pl.rt.Claims(), pl.rt.Ledger()
 		pl.offers.Store(&map[string]nodeOffer{})
 		if pl.initErr = pl.watchOffers(); pl.initErr != nil {
 			return
@@ -386,12 +388,12 @@ func (pl *InferencePacking) PreFilter(_ context.Context, state fwk.CycleState, p
 	}
 	if offers := *pl.offers.Load(); len(offers) > 0 && pl.classes.ToleratesOverflow(pod) {
 		s.overflowNodes = offers
-		if ledger := pl.rt.Ledger(); pl.store != nil && ledger != nil {
+		if pl.store != nil && pl.ledger != nil {
 			var owner types.UID
 			if ref := metav1.GetControllerOf(pod); ref != nil {
 				owner = ref.UID
 			}
-			s.held = ledger.Held(owner)
+			s.held = pl.ledger.Held(owner)
 		}
 		notProduction := pl.notProduction(pod)
 		for name, o := range offers {
