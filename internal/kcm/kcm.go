@@ -33,9 +33,11 @@ import (
 	"k8s.io/kubernetes/pkg/controller/endpointslice"
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 	"k8s.io/kubernetes/pkg/controller/namespace"
+	"k8s.io/kubernetes/pkg/controller/nodelifecycle"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
 	"k8s.io/kubernetes/pkg/controller/scheduling/podgroupprotection"
 	"k8s.io/kubernetes/pkg/controller/statefulset"
+	"k8s.io/kubernetes/pkg/controller/tainteviction"
 )
 
 // Set chooses the controllers to run.
@@ -56,7 +58,27 @@ type Set struct {
 	// ClusterRoles labelled for them, as a tenant's roles do in a real
 	// cluster.
 	RoleAggregation bool
+	// NodeLifecycle runs the node lifecycle and taint eviction controllers
+	// with kube-controller-manager's defaults: a node whose Lease is not
+	// renewed for 50 s turns Unknown, its pods not Ready, and it is tainted
+	// node.kubernetes.io/unreachable:NoExecute; the taint eviction
+	// controller deletes its pods once their toleration of the taint
+	// (300 s by default, from the DefaultTolerationSeconds admission
+	// plugin) ends. Only for a control plane whose nodes all renew their
+	// Leases (the node simulator's do not).
+	NodeLifecycle bool
 }
+
+// kube-controller-manager's defaults for the node lifecycle controller.
+const (
+	nodeMonitorPeriod         = 5 * time.Second
+	nodeStartupGracePeriod    = 60 * time.Second
+	NodeMonitorGracePeriod    = 50 * time.Second
+	nodeEvictionRate          = 0.1
+	secondaryNodeEvictionRate = 0.01
+	largeClusterSizeThreshold = 50
+	unhealthyZoneThreshold    = 0.55
+)
 
 // discoverySyncPeriod is how often the garbage collector and the REST
 // mapper re-read discovery (CRDs installed later become collectable).
@@ -137,6 +159,25 @@ func Start(ctx context.Context, cfg *rest.Config, set Set) (*Running, error) {
 		}
 		agg := clusterroleaggregation.NewClusterRoleAggregation(factory.Rbac().V1().ClusterRoles(), c.RbacV1())
 		run = append(run, func() { agg.Run(ctx, 1) })
+	}
+	if set.NodeLifecycle {
+		// Both use node-controller's identity, as in kube-controller-manager.
+		c, err := client("node-controller")
+		if err != nil {
+			return nil, err
+		}
+		nlc, err := nodelifecycle.NewNodeLifecycleController(ctx, factory.Coordination().V1().Leases(),
+			factory.Core().V1().Pods(), factory.Core().V1().Nodes(), factory.Apps().V1().DaemonSets(), c,
+			nodeMonitorPeriod, nodeStartupGracePeriod, NodeMonitorGracePeriod,
+			nodeEvictionRate, secondaryNodeEvictionRate, largeClusterSizeThreshold, unhealthyZoneThreshold)
+		if err != nil {
+			return nil, fmt.Errorf("node lifecycle controller: %w", err)
+		}
+		tec, err := tainteviction.New(ctx, c, factory.Core().V1().Pods(), factory.Core().V1().Nodes(), "taint-eviction-controller")
+		if err != nil {
+			return nil, fmt.Errorf("taint eviction controller: %w", err)
+		}
+		run = append(run, func() { nlc.Run(ctx) }, func() { tec.Run(ctx) })
 	}
 	var metadataInformers metadatainformer.SharedInformerFactory
 	if set.Cleanup {

@@ -21,15 +21,23 @@ import (
 // components under test run as processes with flags of their own.
 func StartStockControlPlane(t testing.TB) *ControlPlane {
 	t.Helper()
-	cp, err := localcluster.StartControlPlane(t, filepath.Join(t.TempDir(), "etcd.log"), "--runtime-config=scheduling.k8s.io/v1beta1=false")
+	return StartOwnControlPlane(t, kcm.Set{Cleanup: true, RoleAggregation: true}, "--runtime-config=scheduling.k8s.io/v1beta1=false")
+}
+
+// StartOwnControlPlane starts a control plane of the test's own, with the
+// chosen kube-controller-manager controllers in this process and the
+// apiserver's extra flags; it stops when the test ends.
+func StartOwnControlPlane(t testing.TB, set kcm.Set, flags ...string) *ControlPlane {
+	t.Helper()
+	cp, err := localcluster.StartControlPlane(t, filepath.Join(t.TempDir(), "etcd.log"), flags...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cp.Stop)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if _, err := kcm.Start(ctx, cp.Config, kcm.Set{Cleanup: true, RoleAggregation: true}); err != nil {
-		t.Fatalf("controllers of the stock control plane: %v", err)
+	if _, err := kcm.Start(ctx, cp.Config, set); err != nil {
+		t.Fatalf("controllers of the test's control plane: %v", err)
 	}
 	return cp
 }
