@@ -136,7 +136,7 @@ binary: build
 ## Prometheus' own rule and PromQL parsers and name only metrics the
 ## binaries register (docs/metrics.md, which TestMetricNames keeps equal to
 ## them); hack/promcheck is a module of its own
-ALERTS := SluiceSlurmFailSafe,SluiceOverflowProviderUnhealthy,SluiceClaimNearTimeout,SluiceProductionOnOverflowLong,SluiceGangPendingLong
+ALERTS := SluiceSlurmFailSafe,SluiceOverflowProviderUnhealthy,SluiceClaimNearTimeout,SluiceProductionOnOverflowLong,SluiceGangPendingLong,SluiceOverflowNodeLeaseStale
 monitoring:
 	cd hack/promcheck && $(GO) test -count=1 . && $(GO) run . -metrics ../../docs/metrics.md \
 		-rules ../../manifests/monitoring/prometheusrules.yaml -dashboard ../../manifests/monitoring/dashboard.json -require-alerts $(ALERTS)

@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -92,21 +93,21 @@ func run(ctx context.Context, configFile, kubeconfig string, serving servingOpti
 		return fmt.Errorf("home cluster: %w", err)
 	}
 	rc.UserAgent = "sluice-overflow-node/" + version
-	ready := make(chan struct{})
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("the replica's identity: %w", err)
+	}
+	// The pod's name, and a suffix of its own: a restarted container is a
+	// replica of its own (as kube-scheduler names its leader).
+	replica := overflownode.NewReplica(host + "_" + string(uuid.NewUUID()))
 	if serving.addr != "" {
 		client, err := kubernetes.NewForConfig(rc)
 		if err != nil {
 			return err
 		}
-		if err := serve(ctx, serving, client, ready); err != nil {
+		if err := serve(ctx, serving, client, replica.Ready); err != nil {
 			return err
 		}
 	}
-	node, err := overflownode.Start(ctx, rc, cfg, members)
-	if err != nil {
-		return err
-	}
-	close(ready)
-	<-node.Done()
-	return nil
+	return replica.Run(ctx, rc, cfg, members)
 }

@@ -34,10 +34,11 @@ type servingOptions struct {
 // authenticates (TokenReview: a ServiceAccount token, as Prometheus
 // sends) and authorizes (SubjectAccessReview: get on the non-resource URL
 // /metrics), as kube-scheduler does; /healthz (the process runs) and
-// /readyz (the node is registered) answer anyone, for kubelet's probes.
+// /readyz (a standby that has read the leader Lease, or the leader once
+// its node runs) answer anyone, for kubelet's probes.
 // The serving certificate is read from certFile/keyFile and re-read when
 // they change, or generated (self-signed) at start when none is given.
-func serve(ctx context.Context, o servingOptions, client kubernetes.Interface, ready <-chan struct{}) error {
+func serve(ctx context.Context, o servingOptions, client kubernetes.Interface, ready func() bool) error {
 	tlsConfig, err := servingTLS(ctx, o)
 	if err != nil {
 		return err
@@ -84,12 +85,11 @@ func serve(ctx context.Context, o servingOptions, client kubernetes.Interface, r
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		select {
-		case <-ready:
-			_, _ = w.Write([]byte("ok"))
-		default:
-			http.Error(w, "node not registered yet", http.StatusServiceUnavailable)
+		if !ready() {
+			http.Error(w, "neither standing by nor running the node yet", http.StatusServiceUnavailable)
+			return
 		}
+		_, _ = w.Write([]byte("ok"))
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

@@ -110,11 +110,33 @@ var (
 	}, []string{"provider"})
 )
 
+// Replicas of an overflow node.
+var (
+	// OverflowNodeLeader is 1 on the replica that runs the node.
+	OverflowNodeLeader = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "leader",
+		Help:           "1 on the replica that holds the node's leader Lease and runs the node, 0 on a standby.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	// OverflowNodeLeaseAge is the age of the node's heartbeat Lease, as
+	// every replica sees it: past 50 s the node lifecycle controller marks
+	// the node NotReady and taints it unreachable.
+	OverflowNodeLeaseAge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "lease_age_seconds",
+		Help:           "Seconds since the node's Lease (kube-node-lease) was last renewed, as this replica last read it, by node.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"node"})
+)
+
 var registerOverflowNodeOnce sync.Once
 
 // overflowNodeMetrics are sluice-overflow-node's metrics.
 func overflowNodeMetrics() []metrics.Registerable {
-	return []metrics.Registerable{RemoteWorkloads, ProviderHealthy, ReconcileDuration, GarbageCollected, DispatchFailures, PodsFailed, WarmInstances, OverflowGPUSeconds, OverflowCost, RemoteStart}
+	return []metrics.Registerable{RemoteWorkloads, ProviderHealthy, ReconcileDuration, GarbageCollected, DispatchFailures, PodsFailed, WarmInstances, OverflowGPUSeconds, OverflowCost, RemoteStart, OverflowNodeLeader, OverflowNodeLeaseAge}
 }
 
 // RegisterOverflowNode registers sluice-overflow-node's metrics.

@@ -98,6 +98,35 @@ type Config struct {
 	// proxies `kubectl logs` (and exec, refused) to. Without it the node
 	// publishes no kubelet endpoint and the apiserver has nowhere to ask.
 	KubeletAPI *KubeletAPI `json:"kubeletAPI,omitempty"`
+	// LeaderElection lets several replicas serve the node: one leads and
+	// runs it, the others stand by to take it over.
+	LeaderElection LeaderElection `json:"leaderElection,omitempty"`
+}
+
+// LeaderElection is how replicas of one node elect the one that runs it,
+// through a Lease in the home cluster. A standby takes the node over at
+// most leaseDurationSeconds after the leader stopped renewing, well within
+// the 50 s after which the node lifecycle controller would mark the node
+// NotReady; the new leader renews the node's own Lease first.
+type LeaderElection struct {
+	// LeaderElect: default true. Off, the process runs the node at once:
+	// run one replica only.
+	LeaderElect *bool `json:"leaderElect,omitempty"`
+	// ResourceNamespace is the Lease's namespace (default sluice-system;
+	// the chart sets its release's).
+	ResourceNamespace string `json:"resourceNamespace,omitempty"`
+	// ResourceName is the Lease's name (default sluice-overflow-node-
+	// followed by nodeName).
+	ResourceName string `json:"resourceName,omitempty"`
+	// LeaseDurationSeconds is how long a standby waits, after the last
+	// renewal, before it takes the node over (default 15, at most 30).
+	LeaseDurationSeconds *int64 `json:"leaseDurationSeconds,omitempty"`
+	// RenewDeadlineSeconds is how long the leader retries renewing before
+	// it gives the node up and exits (default 10).
+	RenewDeadlineSeconds *int64 `json:"renewDeadlineSeconds,omitempty"`
+	// RetryPeriodSeconds is how often replicas try to acquire or renew
+	// (default 2).
+	RetryPeriodSeconds *int64 `json:"retryPeriodSeconds,omitempty"`
 }
 
 // KubeletAPI is the node's kubelet endpoint: https only; a client must
@@ -181,6 +210,14 @@ const (
 	DefaultDispatchTimeout        = 2 * time.Minute
 	DefaultWarmTTL                = 15 * time.Minute
 	DefaultKubeletPort            = 10250
+	DefaultLeaseNamespace         = "sluice-system"
+	DefaultLeaseDuration          = 15 * time.Second
+	DefaultRenewDeadline          = 10 * time.Second
+	DefaultRetryPeriod            = 2 * time.Second
+	// MaxLeaseDuration keeps a takeover, with the new leader's start, well
+	// within kube-controller-manager's default node-monitor-grace-period
+	// (50 s).
+	MaxLeaseDuration = 30 * time.Second
 )
 
 // LoadOption changes a configuration after it is read, before it is
@@ -276,11 +313,22 @@ func (c *Config) Default() {
 			}
 		}
 	}
+	le := &c.LeaderElection
+	if le.LeaderElect == nil {
+		le.LeaderElect = ptr.To(true)
+	}
+	if le.ResourceNamespace == "" {
+		le.ResourceNamespace = DefaultLeaseNamespace
+	}
+	if le.ResourceName == "" {
+		le.ResourceName = "sluice-overflow-node-" + c.NodeName
+	}
 	for _, d := range []struct {
 		field **int64
 		value time.Duration
 	}{{&c.ReconcileIntervalSeconds, DefaultReconcileInterval}, {&c.RequestTimeoutSeconds, DefaultRequestTimeout},
-		{&c.ProviderFailureTimeoutSeconds, DefaultProviderFailureTimeout}, {&c.DispatchTimeoutSeconds, DefaultDispatchTimeout}, {&c.WarmTTLSeconds, DefaultWarmTTL}} {
+		{&c.ProviderFailureTimeoutSeconds, DefaultProviderFailureTimeout}, {&c.DispatchTimeoutSeconds, DefaultDispatchTimeout}, {&c.WarmTTLSeconds, DefaultWarmTTL},
+		{&le.LeaseDurationSeconds, DefaultLeaseDuration}, {&le.RenewDeadlineSeconds, DefaultRenewDeadline}, {&le.RetryPeriodSeconds, DefaultRetryPeriod}} {
 		if *d.field == nil {
 			*d.field = ptr.To(int64(d.value / time.Second))
 		}
@@ -355,6 +403,30 @@ func (c *Config) Validate() field.ErrorList {
 	}
 	if k := c.KubeletAPI; k != nil {
 		errs = append(errs, k.validate(field.NewPath("kubeletAPI"))...)
+	}
+	errs = append(errs, c.LeaderElection.validate(field.NewPath("leaderElection"))...)
+	return errs
+}
+
+func (le *LeaderElection) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(le.ResourceNamespace) {
+		errs = append(errs, field.Invalid(path.Child("resourceNamespace"), le.ResourceNamespace, msg))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(le.ResourceName) {
+		errs = append(errs, field.Invalid(path.Child("resourceName"), le.ResourceName, msg))
+	}
+	lease, renew, retry := ptr.Deref(le.LeaseDurationSeconds, 0), ptr.Deref(le.RenewDeadlineSeconds, 0), ptr.Deref(le.RetryPeriodSeconds, 0)
+	switch {
+	case retry <= 0:
+		errs = append(errs, field.Invalid(path.Child("retryPeriodSeconds"), retry, "must be a positive number of seconds"))
+	case renew <= retry:
+		errs = append(errs, field.Invalid(path.Child("renewDeadlineSeconds"), renew, "must be greater than retryPeriodSeconds"))
+	case lease <= renew:
+		errs = append(errs, field.Invalid(path.Child("leaseDurationSeconds"), lease, "must be greater than renewDeadlineSeconds"))
+	case time.Duration(lease)*time.Second > MaxLeaseDuration:
+		errs = append(errs, field.Invalid(path.Child("leaseDurationSeconds"), lease,
+			fmt.Sprintf("must be at most %d: a standby takes over only after it, and the node lifecycle controller marks the node NotReady 50 s after its last heartbeat", int64(MaxLeaseDuration/time.Second))))
 	}
 	return errs
 }

@@ -609,6 +609,9 @@ func TestLoadConfig(t *testing.T) {
 		{"kubelet API without client CA", head + "kubeletAPI: {address: 10.0.0.4}\n" + good, "kubeletAPI.clientCAFile: Required value"},
 		{"kubelet API cert without key", head + "kubeletAPI: {address: 10.0.0.4, certFile: " + kubeconfig + ", clientCAFile: " + kubeconfig + "}\n" + good, "kubeletAPI.keyFile: Required value"},
 		{"kubelet API bad port", head + "kubeletAPI: {address: 10.0.0.4, port: 70000, clientCAFile: " + kubeconfig + "}\n" + good, "kubeletAPI.port: Invalid value: 70000"},
+		{"a leader lease past the node's grace period", head + "leaderElection: {leaseDurationSeconds: 45}\n" + good, "leaderElection.leaseDurationSeconds: Invalid value: 45: must be at most 30"},
+		{"a renew deadline past the lease", head + "leaderElection: {leaseDurationSeconds: 15, renewDeadlineSeconds: 15}\n" + good, "leaderElection.leaseDurationSeconds: Invalid value: 15: must be greater than renewDeadlineSeconds"},
+		{"a lease namespace that is no name", head + "leaderElection: {resourceNamespace: Sluice}\n" + good, "leaderElection.resourceNamespace: Invalid value: \"Sluice\""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			file := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".yaml")
@@ -620,7 +623,9 @@ func TestLoadConfig(t *testing.T) {
 				if err != nil {
 					t.Fatalf("LoadConfig: %v", err)
 				}
-				if cfg.NodeName != DefaultNodeName || cfg.ReconcileInterval() != DefaultReconcileInterval {
+				le := cfg.LeaderElection
+				if cfg.NodeName != DefaultNodeName || cfg.ReconcileInterval() != DefaultReconcileInterval ||
+					!*le.LeaderElect || le.ResourceName != "sluice-overflow-node-"+DefaultNodeName || *le.LeaseDurationSeconds != 15 {
 					t.Errorf("defaults not applied: %+v", cfg)
 				}
 				return

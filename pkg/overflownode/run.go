@@ -144,14 +144,6 @@ func Start(ctx context.Context, rc *rest.Config, cfg *Config, members []*Member)
 		broadcaster.Shutdown()
 		return nil, fmt.Errorf("pod controller: %w", err)
 	}
-	nc, err := node.NewNodeController(n, n.NodeObject(), client.CoreV1().Nodes(),
-		node.WithNodeEnableLeaseV1(client.CoordinationV1().Leases(v1.NamespaceNodeLease), leaseSeconds),
-		node.WithNodeStatusUpdateInterval(time.Minute))
-	if err != nil {
-		broadcaster.Shutdown()
-		return nil, fmt.Errorf("node controller: %w", err)
-	}
-
 	// The kubelet API stops with ctx, or as soon as starting fails.
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	fail := func(err error) (*Running, error) {
@@ -185,6 +177,16 @@ func Start(ctx context.Context, rc *rest.Config, cfg *Config, members []*Member)
 	}
 	n.Reconcile(ctx)
 
+	// The node object is built from the first reconcile: before it no
+	// provider has been asked, and a node registered (or, on a restart or
+	// a takeover, updated) from that would be NotReady, which the node
+	// lifecycle controller acts on.
+	nc, err := node.NewNodeController(n, n.NodeObject(), client.CoreV1().Nodes(),
+		node.WithNodeEnableLeaseV1(client.CoordinationV1().Leases(v1.NamespaceNodeLease), leaseSeconds),
+		node.WithNodeStatusUpdateInterval(time.Minute))
+	if err != nil {
+		return fail(fmt.Errorf("node controller: %w", err))
+	}
 	r := &Running{Node: n, done: make(chan struct{})}
 	nodeDone := make(chan struct{})
 	go func() {

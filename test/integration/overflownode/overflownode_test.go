@@ -98,18 +98,7 @@ var rbacOnce sync.Once
 // tests prove the shipped RBAC sufficient.
 func nodeConfig(t *testing.T, cp *harness.ControlPlane) *rest.Config {
 	t.Helper()
-	rbacOnce.Do(func() {
-		harness.SharedNamespace(t, cp.Client, "sluice-system")
-		// Only the RBAC: the node runs in this process, not as the
-		// manifests' Deployment.
-		var rbac []*unstructured.Unstructured
-		for _, o := range harness.Kustomize(t, filepath.Join(harness.ModuleRoot(t), "manifests", "overflow-node")) {
-			if o.GroupVersionKind().Group == "rbac.authorization.k8s.io" || o.GetKind() == "ServiceAccount" {
-				rbac = append(rbac, o)
-			}
-		}
-		harness.CreateObjects(t, cp, rbac)
-	})
+	rbacOnce.Do(func() { applyNodeRBAC(t, cp) })
 	kubeconfig, err := cp.KubeconfigAs(t.TempDir(), "system:serviceaccount:sluice-system:sluice-overflow-node",
 		"system:serviceaccounts", "system:serviceaccounts:sluice-system", "system:authenticated")
 	if err != nil {
@@ -120,6 +109,21 @@ func nodeConfig(t *testing.T, cp *harness.ControlPlane) *rest.Config {
 		t.Fatal(err)
 	}
 	return rc
+}
+
+// applyNodeRBAC creates the sluice-system namespace and the overflow
+// node's ServiceAccount and RBAC from manifests/overflow-node/: only the
+// RBAC, the node runs as the test says, not as the manifests' Deployment.
+func applyNodeRBAC(t *testing.T, cp *harness.ControlPlane) {
+	t.Helper()
+	harness.SharedNamespace(t, cp.Client, "sluice-system")
+	var rbac []*unstructured.Unstructured
+	for _, o := range harness.Kustomize(t, filepath.Join(harness.ModuleRoot(t), "manifests", "overflow-node")) {
+		if o.GroupVersionKind().Group == "rbac.authorization.k8s.io" || o.GetKind() == "ServiceAccount" {
+			rbac = append(rbac, o)
+		}
+	}
+	harness.CreateObjects(t, cp, rbac)
 }
 
 // startNode starts an overflow node with these providers, as the binary
