@@ -108,6 +108,17 @@ func (l *Ledger) Of(pod *v1.Pod) (Budget, string) {
 	return Budget{}, fmt.Sprintf("it is selected by %d PodDisruptionBudgets (%s): the Eviction API refuses pods under more than one", len(pdbs), strings.Join(names, ", "))
 }
 
+// OwnerKnown reports whether the pod's controller is one the ledger
+// follows and has read (Of cannot size a default budget before).
+func (l *Ledger) OwnerKnown(pod *v1.Pod) bool {
+	owner, why := OwnerOf(pod)
+	if why != "" {
+		return false
+	}
+	_, ok := l.replicas(pod.Namespace, owner)
+	return ok
+}
+
 // selecting lists the PodDisruptionBudgets that select a pod.
 func (l *Ledger) selecting(pod *v1.Pod) []*policyv1.PodDisruptionBudget {
 	all, err := l.pdbs.PodDisruptionBudgets(pod.Namespace).List(labels.Everything())

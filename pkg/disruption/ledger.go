@@ -62,6 +62,8 @@ const (
 	MovePreemption = "preemption"
 	// MoveReturn: back to physical nodes.
 	MoveReturn = "return"
+	// MoveProviderGone: off an overflow node's provider that is gone.
+	MoveProviderGone = "provider-gone"
 )
 
 // OwnerIndex indexes pods by their controller's UID.
@@ -342,8 +344,11 @@ func (m *Move) Evict(ctx context.Context, reason, note string) (bool, error) {
 }
 
 func eventReason(reason string) string {
-	if reason == MoveReturn {
+	switch reason {
+	case MoveReturn:
 		return "ReturnedToPhysical"
+	case MoveProviderGone:
+		return "ProviderGone"
 	}
 	return "MovedToOverflow"
 }

@@ -110,6 +110,29 @@ var (
 	}, []string{"provider"})
 )
 
+// Providers that are gone.
+var (
+	// GoneProviderEvictions counts pods evicted, as their budgets
+	// allowed, because their provider has not listed its workloads for
+	// providerFailureTimeoutSeconds.
+	GoneProviderEvictions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "gone_provider_evictions_total",
+		Help:           "Pods evicted (as their disruption budgets allowed) because their provider could not be listed for providerFailureTimeoutSeconds, by provider.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"provider"})
+	// GoneProviderWaiting is the pods at a gone provider waiting for
+	// their budgets at the last reconcile.
+	GoneProviderWaiting = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      namespace,
+		Subsystem:      overflowNode,
+		Name:           "gone_provider_waiting_pods",
+		Help:           "Pods at a provider that could not be listed for providerFailureTimeoutSeconds, waiting for their disruption budgets to allow their eviction, at the last reconcile, by provider.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"provider"})
+)
+
 // Replicas of an overflow node.
 var (
 	// OverflowNodeLeader is 1 on the replica that runs the node.
@@ -136,7 +159,7 @@ var registerOverflowNodeOnce sync.Once
 
 // overflowNodeMetrics are sluice-overflow-node's metrics.
 func overflowNodeMetrics() []metrics.Registerable {
-	return []metrics.Registerable{RemoteWorkloads, ProviderHealthy, ReconcileDuration, GarbageCollected, DispatchFailures, PodsFailed, WarmInstances, OverflowGPUSeconds, OverflowCost, RemoteStart, OverflowNodeLeader, OverflowNodeLeaseAge}
+	return []metrics.Registerable{RemoteWorkloads, ProviderHealthy, ReconcileDuration, GarbageCollected, DispatchFailures, PodsFailed, WarmInstances, OverflowGPUSeconds, OverflowCost, RemoteStart, OverflowNodeLeader, OverflowNodeLeaseAge, GoneProviderEvictions, GoneProviderWaiting}
 }
 
 // RegisterOverflowNode registers sluice-overflow-node's metrics.

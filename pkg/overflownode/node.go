@@ -80,8 +80,10 @@ type Member struct {
 	since         time.Time
 	listed        bool // its last listing answered
 	unlistedSince time.Time
-	err           error
-	capacity      v1.ResourceList // quota applied
+	// goneSaid: the node's ProviderGone Event for this outage is out.
+	goneSaid bool
+	err      error
+	capacity v1.ResourceList // quota applied
 }
 
 // remote is one remote workload as last listed (or just created).
@@ -141,10 +143,15 @@ type Node struct {
 	// kubeletDone is closed when the kubelet API server has stopped (nil
 	// without one).
 	kubeletDone chan struct{}
-	notifyPod   func(*v1.Pod)
-	notifyNode  func(*v1.Node)
-	lastNode    *v1.NodeStatus
-	lastOffer   string
+	// budgets pace the evictions of pods at a gone provider (nil: they
+	// are failed at once); retiring are those whose first wait for a
+	// budget was said in an Event.
+	budgets    budgets
+	retiring   map[types.UID]bool
+	notifyPod  func(*v1.Pod)
+	notifyNode func(*v1.Node)
+	lastNode   *v1.NodeStatus
+	lastOffer  string
 }
 
 var (
@@ -168,7 +175,7 @@ func New(cfg *Config, members []*Member, client kubernetes.Interface, pods corel
 	})
 	return &Node{cfg: cfg, members: ordered, client: client, pods: pods, recorder: recorder, now: time.Now,
 		workloads: map[types.UID]*remote{}, lost: map[types.UID]int{}, waiting: map[types.UID]time.Time{}, refsSent: map[types.UID]string{}, held: map[types.UID]time.Time{}, dispatching: map[types.UID]bool{},
-		warm: map[types.UID]*remote{}, adopting: map[string]bool{}, warmSent: map[types.UID]string{}, warmFinal: map[types.UID]bool{}}
+		warm: map[types.UID]*remote{}, adopting: map[string]bool{}, warmSent: map[types.UID]string{}, warmFinal: map[types.UID]bool{}, retiring: map[types.UID]bool{}}
 }
 
 func (n *Node) member(name string) *Member {
@@ -432,6 +439,12 @@ func (n *Node) DeletePod(ctx context.Context, pod *v1.Pod) error {
 	targets := n.members
 	if r != nil {
 		targets, id = []*Member{r.member}, r.w.ID // an adopted warm instance keeps its id
+	}
+	if r != nil && n.unlistedFor(r.member, n.now()) >= n.cfg.ProviderFailureTimeout() {
+		// Its provider is gone (the pod was evicted for it): the delete
+		// would fail until it returns; garbage collection deletes the
+		// workload if it ever lists it again.
+		targets = nil
 	}
 	for _, m := range targets {
 		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())

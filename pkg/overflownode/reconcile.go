@@ -59,7 +59,7 @@ func (n *Node) Reconcile(ctx context.Context) {
 		m.listed = o.listErr == nil
 		switch {
 		case o.listErr == nil:
-			m.unlistedSince = time.Time{}
+			m.unlistedSince, m.goneSaid = time.Time{}, false
 		case m.unlistedSince.IsZero():
 			m.unlistedSince = start
 		}
@@ -261,6 +261,11 @@ func (n *Node) collectGarbage(ctx context.Context, index map[types.UID]*remote, 
 func (n *Node) unlistedFor(m *Member, now time.Time) time.Duration {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.unlistedForLocked(m, now)
+}
+
+// unlistedForLocked is unlistedFor with n.mu held.
+func (n *Node) unlistedForLocked(m *Member, now time.Time) time.Duration {
 	if m.unlistedSince.IsZero() {
 		return 0
 	}
@@ -289,6 +294,18 @@ func (n *Node) podAlive(ctx context.Context, ref provider.PodRef) bool {
 func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh map[*Member]bool, byUID map[types.UID]*v1.Pod, now time.Time) {
 	timeout := n.cfg.ProviderFailureTimeout()
 	refs := newRefReader(n.client)
+	// Pods at a gone provider: evicted as their budgets allow.
+	gonePods, goneWaiting := map[*Member]int{}, map[*Member]int{}
+	retire := func(pod *v1.Pod, m *Member, unlisted time.Duration) {
+		gonePods[m]++
+		out, err := n.retire(ctx, pod, m.Config.Name, unlisted)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Retiring a pod of a gone provider", "pod", klog.KObj(pod), "provider", m.Config.Name)
+		}
+		if out == waiting {
+			goneWaiting[m]++
+		}
+	}
 	for uid, pod := range byUID {
 		if terminal(pod) || pod.DeletionTimestamp != nil {
 			continue
@@ -296,7 +313,7 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 		if r := index[uid]; r != nil {
 			n.clearLost(uid)
 			if unlisted := n.unlistedFor(r.member, now); unlisted >= timeout {
-				n.fail(pod, ReasonProviderUnavailable, fmt.Sprintf("provider %s could not be listed for %s", r.member.Config.Name, unlisted.Round(time.Second)))
+				retire(pod, r.member, unlisted)
 				continue
 			}
 			if fresh[r.member] {
@@ -336,12 +353,24 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 		}
 		switch unlisted := n.unlistedFor(m, now); {
 		case unlisted >= timeout:
-			n.fail(pod, ReasonProviderUnavailable, fmt.Sprintf("provider %s could not be listed for %s", name, unlisted.Round(time.Second)))
+			retire(pod, m, unlisted)
 		case fresh[m] && n.strike(uid) >= lostAfter:
 			n.fail(pod, ReasonRemoteLost, fmt.Sprintf("its remote workload vanished from provider %s (%s)", name, remoteMessage(pod)))
 		}
 	}
 	n.mu.Lock()
+	for _, m := range n.members {
+		metrics.GoneProviderWaiting.WithLabelValues(m.Config.Name).Set(float64(goneWaiting[m]))
+		if unlisted := n.unlistedForLocked(m, now); unlisted >= timeout && !m.goneSaid {
+			m.goneSaid = true
+			n.announceGone(m, unlisted, gonePods[m])
+		}
+	}
+	for uid := range n.retiring {
+		if pod, ok := byUID[uid]; !ok || pod.DeletionTimestamp != nil || terminal(pod) {
+			delete(n.retiring, uid)
+		}
+	}
 	for uid := range n.lost {
 		if _, ok := byUID[uid]; !ok {
 			delete(n.lost, uid)

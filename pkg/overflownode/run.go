@@ -130,6 +130,7 @@ func Start(ctx context.Context, rc *rest.Config, cfg *Config, members []*Member)
 
 	n := New(cfg, members, client, pods.Lister(), recorder)
 	n.SetClaims(store)
+	n.budgets = newLedgerBudgets(ctx, client)
 	pc, err := node.NewPodController(node.PodControllerConfig{
 		PodClient:                 client.CoreV1(),
 		PodInformer:               pods,
