@@ -75,10 +75,12 @@ type Config struct {
 	// RequestTimeoutSeconds bounds every call to a provider (default 10).
 	RequestTimeoutSeconds *int64 `json:"requestTimeoutSeconds,omitempty"`
 	// ProviderFailureTimeoutSeconds is how long a provider's listing may
-	// fail before the pods it runs are marked Failed, so their controllers
-	// replace them (default 120). A provider that lists but fails its
-	// health or capacity call only takes no new work: the pods whose
-	// workloads it lists go on as their workloads are.
+	// fail before the provider is taken as gone: the pods it runs are
+	// evicted as their disruption budgets allow, so their controllers
+	// replace them a budget at a time (a pod no budget paces is failed;
+	// default 120). A provider that lists but fails its health or capacity
+	// call only takes no new work: the pods whose workloads it lists go on
+	// as their workloads are.
 	ProviderFailureTimeoutSeconds *int64 `json:"providerFailureTimeoutSeconds,omitempty"`
 	// DispatchTimeoutSeconds is how long a pod bound to the node may go
 	// without any provider starting it (every provider down, full or
