@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/utils/ptr"
 	sjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -422,8 +423,9 @@ func (le *LeaderElection) validate(path *field.Path) field.ErrorList {
 	switch {
 	case retry <= 0:
 		errs = append(errs, field.Invalid(path.Child("retryPeriodSeconds"), retry, "must be a positive number of seconds"))
-	case renew <= retry:
-		errs = append(errs, field.Invalid(path.Child("renewDeadlineSeconds"), renew, "must be greater than retryPeriodSeconds"))
+	case float64(renew) <= leaderelection.JitterFactor*float64(retry):
+		errs = append(errs, field.Invalid(path.Child("renewDeadlineSeconds"), renew,
+			fmt.Sprintf("must be greater than %.1f times retryPeriodSeconds", leaderelection.JitterFactor)))
 	case lease <= renew:
 		errs = append(errs, field.Invalid(path.Child("leaseDurationSeconds"), lease, "must be greater than renewDeadlineSeconds"))
 	case time.Duration(lease)*time.Second > MaxLeaseDuration:

@@ -50,57 +50,83 @@ type budgets interface {
 	// Retire evicts pod if its budget allows now, with note as the
 	// reason; otherwise it says why it waits, or why no budget paces it.
 	Retire(ctx context.Context, pod *v1.Pod, note string) (retirement, string, error)
+	// Idle says no pod is left at a gone provider.
+	Idle()
 }
 
 // ledgerBudgets asks the disruption ledger (pkg/disruption, as the
-// scheduler's claims and returns do) over informers of its own, started
-// the first time a provider is gone: until then the node watches only
-// its own pods.
+// scheduler's claims and returns do) over informers of its own (every
+// pod, PodDisruptionBudget and workload controller of the cluster),
+// started when a provider is gone and stopped once no pod waits there:
+// otherwise the node watches only its own pods.
 type ledgerBudgets struct {
 	ctx    context.Context
 	client kubernetes.Interface
-	once   sync.Once
+
+	// Guarded by mu; stop ends the informers (nil: not started).
+	mu     sync.Mutex
+	stop   context.CancelFunc
 	ledger *disruption.Ledger
 	synced []cache.InformerSynced
-	err    error
 }
 
 func newLedgerBudgets(ctx context.Context, client kubernetes.Interface) *ledgerBudgets {
 	return &ledgerBudgets{ctx: ctx, client: client}
 }
 
-func (b *ledgerBudgets) start() {
-	factory := informers.NewSharedInformerFactory(b.client, 0)
-	b.ledger, b.err = disruption.NewLedger(factory, defaultMaxUnavailable, b.client, nil)
-	if b.err != nil {
-		return
-	}
-	b.synced = disruption.Synced(factory) // registers the informers it reads
-	factory.Start(b.ctx.Done())
-	klog.FromContext(b.ctx).Info("A provider is gone: reading the cluster's disruption budgets to pace its pods' evictions")
-}
-
-func (b *ledgerBudgets) Retire(ctx context.Context, pod *v1.Pod, note string) (retirement, string, error) {
-	b.once.Do(b.start)
-	if b.err != nil {
-		return waiting, "", b.err
+// started returns the ledger, starting its informers first if need be;
+// nil until they have synced.
+func (b *ledgerBudgets) started() (*disruption.Ledger, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stop == nil {
+		factory := informers.NewSharedInformerFactory(b.client, 0)
+		ledger, err := disruption.NewLedger(factory, defaultMaxUnavailable, b.client, nil)
+		if err != nil {
+			return nil, err
+		}
+		ctx, stop := context.WithCancel(b.ctx)
+		b.ledger, b.synced, b.stop = ledger, disruption.Synced(factory), func() { stop(); factory.Shutdown() }
+		factory.Start(ctx.Done())
+		klog.FromContext(b.ctx).Info("A provider is gone: reading the cluster's disruption budgets to pace its pods' evictions")
 	}
 	for _, synced := range b.synced {
 		if !synced() {
-			return waiting, "reading the cluster's disruption budgets", nil
+			return nil, nil
 		}
+	}
+	return b.ledger, nil
+}
+
+func (b *ledgerBudgets) Idle() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stop != nil {
+		b.stop()
+		b.stop, b.ledger, b.synced = nil, nil, nil
+		klog.FromContext(b.ctx).Info("No pod waits at a gone provider: no longer reading the cluster's disruption budgets")
+	}
+}
+
+func (b *ledgerBudgets) Retire(ctx context.Context, pod *v1.Pod, note string) (retirement, string, error) {
+	ledger, err := b.started()
+	if err != nil {
+		return waiting, "", err
+	}
+	if ledger == nil {
+		return waiting, "reading the cluster's disruption budgets", nil
 	}
 	if _, why := disruption.OwnerOf(pod); why != "" {
 		return unpaced, why, nil
 	}
-	budget, why := b.ledger.Of(pod)
+	budget, why := ledger.Of(pod)
 	if why != "" {
-		if !b.ledger.OwnerKnown(pod) {
+		if !ledger.OwnerKnown(pod) {
 			return waiting, why, nil
 		}
 		return unpaced, why, nil
 	}
-	move, why := b.ledger.Reserve(pod, budget, false)
+	move, why := ledger.Reserve(pod, budget, false)
 	if move == nil {
 		return waiting, why, nil
 	}

@@ -57,8 +57,9 @@ func (r *Replica) Ready() bool {
 var errLeadershipLost = errors.New("lost the node's leader Lease")
 
 // Run serves the node until ctx ends (nil) or the replica, leading, loses
-// its lease or cannot start the node (an error: exit, and come back as a
-// standby). Without leader election it runs the node at once.
+// its lease, cannot start the node, or its node stops (its node or pod
+// controller failed): an error, to exit and come back as a standby.
+// Without leader election it runs the node at once.
 func (r *Replica) Run(ctx context.Context, rc *rest.Config, cfg *Config, members []*Member) error {
 	metrics.RegisterOverflowNode()
 	client, err := kubernetes.NewForConfig(rc)
@@ -73,8 +74,13 @@ func (r *Replica) Run(ctx context.Context, rc *rest.Config, cfg *Config, members
 		return r.lead(ctx, client, rc, cfg, members)
 	}
 	logger := klog.FromContext(ctx).WithValues("node", cfg.NodeName, "identity", r.identity)
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	// The elector's context ends only once this replica has stopped
+	// acting for the node: with ReleaseOnCancel the Lease is handed over
+	// as it ends, and the standby must not start the node while this one
+	// still reconciles or deletes. A leader ends it after its node has
+	// stopped; a standby as soon as ctx ends.
+	electorCtx, stopElector := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopElector(nil)
 	led := make(chan struct{})
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
@@ -89,14 +95,20 @@ func (r *Replica) Run(ctx context.Context, rc *rest.Config, cfg *Config, members
 		ReleaseOnCancel: true,
 		Name:            cfg.NodeName,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
+			OnStartedLeading: func(leading context.Context) {
 				defer close(led)
-				logger.Info("Leading: running the node")
 				r.leading.Store(true)
+				logger.Info("Leading: running the node")
 				metrics.OverflowNodeLeader.Set(1)
-				if err := r.lead(ctx, client, rc, cfg, members); err != nil {
-					cancel(err)
+				// The node ends with the leadership, or with ctx.
+				nodeCtx, stopNode := context.WithCancel(leading)
+				defer stopNode()
+				defer context.AfterFunc(ctx, stopNode)()
+				err := r.lead(nodeCtx, client, rc, cfg, members)
+				if err == nil {
+					err = context.Canceled
 				}
+				stopElector(err)
 			},
 			OnStoppedLeading: func() { metrics.OverflowNodeLeader.Set(0) },
 			OnNewLeader: func(identity string) {
@@ -110,19 +122,23 @@ func (r *Replica) Run(ctx context.Context, rc *rest.Config, cfg *Config, members
 	if err != nil {
 		return fmt.Errorf("leaderElection: %w", err)
 	}
-	elector.Run(runCtx)
-	if !r.leading.Load() {
-		// Run returns only once its context ends, unless leading.
-		return nil
+	standing := context.AfterFunc(ctx, func() {
+		if !r.leading.Load() {
+			stopElector(context.Canceled)
+		}
+	})
+	defer standing()
+	elector.Run(electorCtx)
+	if r.leading.Load() {
+		// The node's goroutines end with the leadership, which Run ended
+		// (lost), or with ctx; wait for them.
+		<-led
 	}
-	// The node's goroutines end with the leader's context, which Run
-	// cancelled; wait for them, so nothing acts for the node after this.
-	<-led
-	if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
-	}
-	if ctx.Err() != nil {
+	switch cause := context.Cause(electorCtx); {
+	case ctx.Err() != nil:
 		return nil
+	case cause != nil && !errors.Is(cause, context.Canceled):
+		return cause // the node could not start, or stopped
 	}
 	return errLeadershipLost
 }
@@ -139,7 +155,7 @@ func (r *Replica) lead(ctx context.Context, client kubernetes.Interface, rc *res
 	}
 	r.running.Store(true)
 	<-node.Done()
-	return nil
+	return node.Err()
 }
 
 // renewNodeLease renews the node's heartbeat Lease at once. A new leader

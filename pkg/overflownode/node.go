@@ -440,13 +440,13 @@ func (n *Node) DeletePod(ctx context.Context, pod *v1.Pod) error {
 	if r != nil {
 		targets, id = []*Member{r.member}, r.w.ID // an adopted warm instance keeps its id
 	}
-	if r != nil && n.unlistedFor(r.member, n.now()) >= n.cfg.ProviderFailureTimeout() {
-		// Its provider is gone (the pod was evicted for it): the delete
-		// would fail until it returns; garbage collection deletes the
-		// workload if it ever lists it again.
-		targets = nil
-	}
 	for _, m := range targets {
+		if n.unlistedFor(m, n.now()) >= n.cfg.ProviderFailureTimeout() {
+			// Gone (the pod was evicted for it): the delete would fail
+			// until it returns; garbage collection deletes the workload
+			// if it ever lists it again.
+			continue
+		}
 		callCtx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout())
 		err := m.Provider.Delete(callCtx, id)
 		cancel()

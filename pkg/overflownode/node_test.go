@@ -890,3 +890,92 @@ func TestProviderNamespacesAreHonoured(t *testing.T) {
 		t.Errorf("the node's offer gives only-team-a the namespaces %v, want [team-a]", published)
 	}
 }
+
+// fakeBudgets lets allow pods go, says unpaced ones have no budget, and
+// keeps the rest waiting.
+type fakeBudgets struct {
+	allow   int
+	unpaced map[string]string
+	evicted []string
+	idle    int
+	// deleting marks an evicted pod deleting, as the Eviction API does.
+	deleting func(*v1.Pod)
+}
+
+func (b *fakeBudgets) Retire(_ context.Context, pod *v1.Pod, _ string) (retirement, string, error) {
+	if why, ok := b.unpaced[pod.Name]; ok {
+		return unpaced, why, nil
+	}
+	if b.allow > 0 {
+		b.allow--
+		b.evicted = append(b.evicted, pod.Name)
+		b.deleting(pod)
+		return evicted, "PodDisruptionBudget llm", nil
+	}
+	return waiting, "PodDisruptionBudget llm allows no more now", nil
+}
+
+func (b *fakeBudgets) Idle() { b.idle++ }
+
+// TestGoneProviderPodsLeaveAsBudgetsAllow: a provider not listed for the
+// failure timeout is gone; its pods are retired through their budgets, one
+// as the budget allows, the next waiting (said once in an Event), and a
+// pod no budget paces is failed; the node says the provider is gone.
+func TestGoneProviderPodsLeaveAsBudgetsAllow(t *testing.T) {
+	a := newFake("8")
+	f := newFixture(t, member("a", 0, 0, a))
+	budgets := &fakeBudgets{allow: 1, unpaced: map[string]string{"bare": "it has no controller: nothing would replace it"},
+		deleting: func(pod *v1.Pod) {
+			p := f.pod(t, pod.Name).DeepCopy()
+			p.DeletionTimestamp = &metav1.Time{Time: f.clock}
+			if err := f.pods.Update(p); err != nil {
+				t.Fatal(err)
+			}
+		}}
+	f.node.budgets = budgets
+	ctx := context.Background()
+	f.node.Reconcile(ctx)
+	for _, name := range []string{"llm-0", "llm-1", "bare"} {
+		if err := f.node.CreatePod(ctx, f.addPod(t, name, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.node.Reconcile(ctx)
+	if budgets.idle == 0 {
+		t.Errorf("budgets not told they are idle while no provider is gone")
+	}
+	a.set(func(f *fakeProvider) { f.down = errors.New("connection refused") })
+	f.node.Reconcile(ctx)
+	if len(budgets.evicted) != 0 {
+		t.Fatalf("evicted %v before the failure timeout", budgets.evicted)
+	}
+	f.clock = f.clock.Add(DefaultProviderFailureTimeout)
+	f.node.Reconcile(ctx)
+	f.node.Reconcile(ctx)
+	if len(budgets.evicted) != 1 {
+		t.Errorf("evicted %v, want one pod: the budget allowed one", budgets.evicted)
+	}
+	for _, name := range []string{"llm-0", "llm-1"} {
+		if st := f.statuses[name]; st.Phase == v1.PodFailed {
+			t.Errorf("%s failed (%s), want it evicted or waiting for its budget", name, st.Reason)
+		}
+	}
+	if st := f.statuses["bare"]; st.Phase != v1.PodFailed || st.Reason != ReasonProviderUnavailable || !strings.Contains(st.Message, "no budget paces it: it has no controller") {
+		t.Errorf("bare pod: %s %s %q, want Failed %s saying no budget paces it", st.Phase, st.Reason, st.Message, ReasonProviderUnavailable)
+	}
+	var gone, waits, nodeGone int
+	for len(f.node.recorder.(*record.FakeRecorder).Events) > 0 {
+		e := <-f.node.recorder.(*record.FakeRecorder).Events
+		switch {
+		case strings.Contains(e, ReasonProviderGone+" provider a could not be listed for 2m0s: its 3 pods"):
+			nodeGone++
+		case strings.Contains(e, ReasonProviderGone) && strings.Contains(e, "waiting: PodDisruptionBudget llm allows no more now"):
+			waits++
+		case strings.Contains(e, ReasonProviderGone) && strings.Contains(e, "evicted, as PodDisruptionBudget llm allows"):
+			gone++
+		}
+	}
+	if nodeGone != 1 || gone != 1 || waits != 1 {
+		t.Errorf("Events: %d on the node, %d evicted, %d waiting (over two reconciles); want 1, 1, 1", nodeGone, gone, waits)
+	}
+}

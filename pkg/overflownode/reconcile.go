@@ -358,6 +358,9 @@ func (n *Node) syncPods(ctx context.Context, index map[types.UID]*remote, fresh 
 			n.fail(pod, ReasonRemoteLost, fmt.Sprintf("its remote workload vanished from provider %s (%s)", name, remoteMessage(pod)))
 		}
 	}
+	if len(gonePods) == 0 && n.budgets != nil {
+		n.budgets.Idle()
+	}
 	n.mu.Lock()
 	for _, m := range n.members {
 		metrics.GoneProviderWaiting.WithLabelValues(m.Config.Name).Set(float64(goneWaiting[m]))

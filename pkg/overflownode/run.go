@@ -70,10 +70,15 @@ func Providers(cfg *Config) ([]*Member, error) {
 type Running struct {
 	*Node
 	done chan struct{}
+	err  error
 }
 
 // Done is closed when the node has stopped.
 func (r *Running) Done() <-chan struct{} { return r.done }
+
+// Err says, once Done is closed, why the node stopped before its context
+// ended (its node or pod controller failed); nil when the context ended.
+func (r *Running) Err() error { return r.err }
 
 // homeQPS and homeBurst limit the node's requests to the home apiserver
 // when the kubeconfig sets no limit.
@@ -91,9 +96,12 @@ const claimsWait = 10 * time.Second
 // (create/delete at the providers), and the reconcile loop. It returns
 // once the node is registered and its first reconcile is done. rc
 // reaches the home cluster.
-func Start(ctx context.Context, rc *rest.Config, cfg *Config, members []*Member) (*Running, error) {
-	logger := klog.FromContext(ctx).WithValues("node", cfg.NodeName)
-	ctx = klog.NewContext(ctx, logger)
+func Start(parent context.Context, rc *rest.Config, cfg *Config, members []*Member) (*Running, error) {
+	logger := klog.FromContext(parent).WithValues("node", cfg.NodeName)
+	// Everything of the node stops with ctx: when parent ends, or when
+	// its node or pod controller fails (a replica then gives the node up
+	// to a standby, rather than lead a node whose heartbeat stopped).
+	ctx, stopNode := context.WithCancelCause(klog.NewContext(parent, logger))
 	log.L = logklog.New(nil)
 	metrics.RegisterOverflowNode()
 	if rc.QPS == 0 {
@@ -105,10 +113,12 @@ func Start(ctx context.Context, rc *rest.Config, cfg *Config, members []*Member)
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
+		stopNode(err)
 		return nil, err
 	}
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
+		stopNode(err)
 		return nil, err
 	}
 	// The claims say which victims to warm (make-before-break).
@@ -143,11 +153,13 @@ func Start(ctx context.Context, rc *rest.Config, cfg *Config, members []*Member)
 	})
 	if err != nil {
 		broadcaster.Shutdown()
+		stopNode(err)
 		return nil, fmt.Errorf("pod controller: %w", err)
 	}
 	// The kubelet API stops with ctx, or as soon as starting fails.
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	fail := func(err error) (*Running, error) {
+		stopNode(err)
 		stopAPI()
 		if n.kubeletDone != nil {
 			<-n.kubeletDone
@@ -194,6 +206,7 @@ func Start(ctx context.Context, rc *rest.Config, cfg *Config, members []*Member)
 		defer close(nodeDone)
 		if err := nc.Run(ctx); err != nil && ctx.Err() == nil {
 			logger.Error(err, "Node controller stopped")
+			stopNode(fmt.Errorf("node controller stopped: %w", err))
 		}
 	}()
 	select {
@@ -208,6 +221,7 @@ func Start(ctx context.Context, rc *rest.Config, cfg *Config, members []*Member)
 		defer close(podDone)
 		if err := pc.Run(ctx, podWorkers); err != nil && ctx.Err() == nil {
 			logger.Error(err, "Pod controller stopped")
+			stopNode(fmt.Errorf("pod controller stopped: %w", err))
 		}
 	}()
 	go func() {
@@ -220,6 +234,10 @@ func Start(ctx context.Context, rc *rest.Config, cfg *Config, members []*Member)
 			<-n.kubeletDone
 		}
 		broadcaster.Shutdown()
+		if parent.Err() == nil {
+			r.err = context.Cause(ctx)
+		}
+		stopNode(nil)
 	}()
 	// The node status callback exists now: publish the current status.
 	n.mu.Lock()

@@ -99,6 +99,12 @@ func TestGoneProviderRetiredAtBudgetPace(t *testing.T) {
 		got = harness.ObjectEvents(t, cp.Client, "", "Node", name)
 		return strings.Contains(strings.Join(got, "\n"), overflownode.ReasonProviderGone+": provider a could not be listed for"), nil
 	}, func() string { return fmt.Sprintf("a ProviderGone Event on node %s naming provider a: %q", name, got) })
+	harness.Eventually(t, 30*time.Second, func(context.Context) (bool, error) {
+		got = harness.ObjectEvents(t, cp.Client, ns, "Pod", "")
+		return strings.Count(strings.Join(got, "\n"), ": evicted, as PodDisruptionBudget llm allows") == replicas, nil
+	}, func() string {
+		return fmt.Sprintf("a ProviderGone Event on each of the %d pods, evicted as PodDisruptionBudget llm allows: %q", replicas, got)
+	})
 }
 
 // remoteProvider is the provider a pod's overflow condition names.

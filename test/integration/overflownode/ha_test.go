@@ -6,8 +6,6 @@ package overflownode
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -25,7 +23,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/sluice-sched/sluice/internal/kcm"
 	"github.com/sluice-sched/sluice/pkg/overflownode"
@@ -85,26 +82,10 @@ func leaderLease(node string) harness.LeaderElection {
 }
 
 // startReplica runs one replica of the sluice-overflow-node binary with
-// cfg (leader election as shipped), as the node's ServiceAccount, with
-// the RBAC applyNodeRBAC applied.
+// cfg (leader election as shipped), with the RBAC applyNodeRBAC applied.
 func startReplica(t *testing.T, cp *harness.ControlPlane, cfg *overflownode.Config, replica string) *harness.Process {
 	t.Helper()
-	dir := t.TempDir()
-	kubeconfig, err := cp.KubeconfigAs(dir, "system:serviceaccount:sluice-system:sluice-overflow-node",
-		"system:serviceaccounts", "system:serviceaccounts:sluice-system", "system:authenticated")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "overflow-node.yaml")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return harness.StartProcess(t, replica, harness.Binary(t, "sluice-overflow-node"),
-		"--config="+file, "--kubeconfig="+kubeconfig, "--metrics-bind-address=", "--v=2")
+	return runNodeBinary(t, cp, cfg, replica)
 }
 
 // waitLeader waits until a replica leads the node, other than not, and

@@ -72,22 +72,7 @@ func kubeletAPI(t *testing.T) *overflownode.KubeletAPI {
 func startNodeProcess(t *testing.T, cp *harness.ControlPlane, cfg *overflownode.Config, args ...string) *harness.Process {
 	t.Helper()
 	nodeConfig(t, cp) // the shipped RBAC
-	dir := t.TempDir()
-	kubeconfig, err := cp.KubeconfigAs(dir, "system:serviceaccount:sluice-system:sluice-overflow-node",
-		"system:serviceaccounts", "system:serviceaccounts:sluice-system", "system:authenticated")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "overflow-node.yaml")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args = append([]string{"--config=" + file, "--kubeconfig=" + kubeconfig, "--metrics-bind-address=", "--v=2"}, args...)
-	p := harness.StartProcess(t, cfg.NodeName, harness.Binary(t, "sluice-overflow-node"), args...)
+	p := runNodeBinary(t, cp, cfg, cfg.NodeName, args...)
 	harness.Eventually(t, 60*time.Second, func(context.Context) (bool, error) {
 		select {
 		case <-p.Exited():
@@ -106,6 +91,29 @@ func startNodeProcess(t *testing.T, cp *harness.ControlPlane, cfg *overflownode.
 		return false, nil
 	}, func() string { return "overflow node " + cfg.NodeName + " Ready" })
 	return p
+}
+
+// runNodeBinary starts the sluice-overflow-node binary, as process
+// name, with cfg (written to a file) and args, as the node's
+// ServiceAccount (whose RBAC the caller applied).
+func runNodeBinary(t *testing.T, cp *harness.ControlPlane, cfg *overflownode.Config, name string, args ...string) *harness.Process {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig, err := cp.KubeconfigAs(dir, "system:serviceaccount:sluice-system:sluice-overflow-node",
+		"system:serviceaccounts", "system:serviceaccounts:sluice-system", "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "overflow-node.yaml")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args = append([]string{"--config=" + file, "--kubeconfig=" + kubeconfig, "--metrics-bind-address=", "--v=2"}, args...)
+	return harness.StartProcess(t, name, harness.Binary(t, "sluice-overflow-node"), args...)
 }
 
 // webDeployment is a Deployment of a server on port bound to node, and a
