@@ -131,6 +131,10 @@ func StartProcess(t testing.TB, name, bin string, args ...string) *Process {
 // Kill sends SIGKILL and waits until the process is gone.
 func (p *Process) Kill() { p.stop(syscall.SIGKILL) }
 
+// Terminate sends SIGTERM, as kubelet does to a pod's container, and
+// waits (30 s, then SIGKILL) for the process to exit.
+func (p *Process) Terminate() { p.stop(syscall.SIGTERM) }
+
 // Exited is closed when the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.done }
 

@@ -6,6 +6,7 @@ package overflownode
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -350,7 +351,7 @@ func TestStandbyTakesOverTheNode(t *testing.T) {
 
 	first := startReplica(t, cp, cfg, name+"-a")
 	leader := waitLeader(t, cp, name, "")
-	startReplica(t, cp, cfg, name+"-b")
+	second := startReplica(t, cp, cfg, name+"-b")
 
 	const replicas = 4
 	template := servingPod(ns, "web", name, nil)
@@ -409,6 +410,28 @@ func TestStandbyTakesOverTheNode(t *testing.T) {
 	})
 	if w.broke() {
 		t.Errorf("production on the overflow node stopped serving across the takeover: %v", w)
+	}
+
+	// A rolling update: a third replica stands by, the leader gets
+	// SIGTERM, stops its node, then hands the Lease over.
+	third := startReplica(t, cp, cfg, name+"-c")
+	harness.Eventually(t, 30*time.Second, func(context.Context) (bool, error) {
+		data, err := os.ReadFile(third.Log)
+		return err == nil && strings.Contains(string(data), "Standing by"), nil
+	}, func() string { return "the third replica standing by" })
+	terminated := time.Now()
+	second.Terminate()
+	var next string
+	harness.Eventually(t, 60*time.Second, func(context.Context) (bool, error) {
+		next = harness.LeaseHolder(t, cp, leaderLease(name))
+		return next != "" && next != standby && nodeLeaseRenewed(t, cp, name).After(terminated), nil
+	}, func() string { return fmt.Sprintf("the third replica leading (holder %q)", next) })
+	t.Logf("handover on SIGTERM: %.1f s to the next replica leading with the node's Lease renewed", time.Since(terminated).Seconds())
+	harness.Eventually(t, 60*time.Second, func(context.Context) (bool, error) {
+		return w.readyEndpoints() == replicas+1, nil
+	}, func() string { return fmt.Sprintf("%d ready endpoints (%d)", replicas+1, w.readyEndpoints()) })
+	if w.broke() {
+		t.Errorf("production on the overflow node stopped serving across the handover: %v", w)
 	}
 	after := remoteNames(t, rcp, name)
 	for _, r := range remoteBefore {
