@@ -29,7 +29,7 @@ const ReasonProviderGone = "ProviderGone"
 // defaultMaxUnavailable paces the pods of a controller without a
 // PodDisruptionBudget, as the scheduler's claims.defaultMaxUnavailable
 // does by default (like a rolling update).
-var defaultMaxUnavailable = intstr.FromString("25%")
+const defaultMaxUnavailable = "25%"
 
 // retirement is what became of a pod at a provider that is gone.
 type retirement int
@@ -81,7 +81,7 @@ func (b *ledgerBudgets) started() (*disruption.Ledger, error) {
 	defer b.mu.Unlock()
 	if b.stop == nil {
 		factory := informers.NewSharedInformerFactory(b.client, 0)
-		ledger, err := disruption.NewLedger(factory, defaultMaxUnavailable, b.client, nil)
+		ledger, err := disruption.NewLedger(factory, intstr.FromString(defaultMaxUnavailable), b.client, nil)
 		if err != nil {
 			return nil, err
 		}

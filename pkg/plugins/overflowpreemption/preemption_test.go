@@ -253,14 +253,19 @@ func TestPostFilter(t *testing.T) {
 				c.Spec = v1alpha1.ResearchClaimSpec{Key: "research/" + tc.pod.Name, Domain: "l0", TimeoutSeconds: 300,
 					Claimants: []v1alpha1.Claimant{{Name: tc.pod.Name, UID: tc.pod.UID, Node: "n1"}},
 					Victims:   []v1alpha1.Victim{{Namespace: "prod", Name: "serve-n1-0", UID: "serve-n1-0", Node: "n1", Target: v1alpha1.Target{Node: "vk"}}}}
+				// One write with the status (the fake keeps it on create):
+				// a create and a status update would be two watch events,
+				// the older able to arrive after the store showed the newer.
+				tc.existing(c)
 				created, err := r.store.Create(ctx, c)
 				if err != nil {
 					t.Fatal(err)
 				}
-				created.Status = c.Status
-				tc.existing(created)
-				if _, err := r.store.UpdateStatus(ctx, created); err != nil {
-					t.Fatal(err)
+				if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+					got, ok := r.store.Get(created.Namespace, created.Name)
+					return ok && got.Status.Phase == c.Status.Phase && got.Status.Attempts == c.Status.Attempts, nil
+				}); err != nil {
+					t.Fatalf("the store never showed the claim's status: %v", err)
 				}
 			}
 			res, status := r.pl.PostFilter(ctx, framework.NewCycleState(), tc.pod, nil)
