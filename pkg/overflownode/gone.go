@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluice-sched/sluice/pkg/disruption"
 	"github.com/sluice-sched/sluice/pkg/metrics"
+	"github.com/sluice-sched/sluice/pkg/overflow/offer"
 )
 
 // ReasonProviderGone is the Event on the node, and on each of its pods
@@ -138,6 +139,23 @@ func (b *ledgerBudgets) Retire(ctx context.Context, pod *v1.Pod, note string) (r
 		return waiting, budget.String() + " allows no more now (the Eviction API said so)", nil
 	}
 	return evicted, budget.String(), nil
+}
+
+// resume takes from the node as the last leader published it when each
+// provider's listing began to fail, so that a new leader does not restart
+// the providerFailureTimeoutSeconds of a provider that is gone.
+func (n *Node) resume(node *v1.Node) {
+	published, err := offer.Of(node, false)
+	if err != nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, p := range published.Providers {
+		if m := n.member(p.Name); m != nil && p.UnlistedSince != nil && m.unlistedSince.IsZero() {
+			m.unlistedSince = p.UnlistedSince.Time
+		}
+	}
 }
 
 // retire removes a pod whose provider has not listed its workloads for

@@ -979,3 +979,42 @@ func TestGoneProviderPodsLeaveAsBudgetsAllow(t *testing.T) {
 		t.Errorf("Events: %d on the node, %d evicted, %d waiting (over two reconciles); want 1, 1, 1", nodeGone, gone, waits)
 	}
 }
+
+// TestNewLeaderKeepsAGoneProvidersClock: the node publishes when a
+// provider's listing began to fail; a new leader (or a restart) reading
+// it retires the provider's pods once that moment is
+// providerFailureTimeoutSeconds old, not that long after its own start.
+func TestNewLeaderKeepsAGoneProvidersClock(t *testing.T) {
+	a := newFake("8")
+	old := newFixture(t, member("a", 0, 0, a))
+	ctx := context.Background()
+	old.node.Reconcile(ctx)
+	if err := old.node.CreatePod(ctx, old.addPod(t, "llm-0", 1)); err != nil {
+		t.Fatal(err)
+	}
+	a.set(func(f *fakeProvider) { f.down = errors.New("connection refused") })
+	old.node.Reconcile(ctx)
+	published := old.nodes[len(old.nodes)-1]
+	if o, err := offer.Of(published, true); err != nil || o.Providers[0].UnlistedSince == nil || !o.Providers[0].UnlistedSince.Time.Equal(old.clock) {
+		t.Fatalf("published offer %v (%v): want provider a unlisted since %v", o, err, old.clock)
+	}
+
+	// The new leader starts a minute before the timeout ends.
+	next := newFixture(t, member("a", 0, 0, a))
+	next.clock = old.clock.Add(DefaultProviderFailureTimeout - time.Minute)
+	if err := next.pods.Add(old.pod(t, "llm-0")); err != nil {
+		t.Fatal(err)
+	}
+	budgets := &fakeBudgets{allow: 1, deleting: func(*v1.Pod) {}}
+	next.node.budgets = budgets
+	next.node.resume(published)
+	next.node.Reconcile(ctx)
+	if len(budgets.evicted) != 0 {
+		t.Fatalf("evicted %v a minute before the timeout", budgets.evicted)
+	}
+	next.clock = next.clock.Add(time.Minute)
+	next.node.Reconcile(ctx)
+	if len(budgets.evicted) != 1 {
+		t.Errorf("evicted %v once the published outage is providerFailureTimeoutSeconds old, want llm-0", budgets.evicted)
+	}
+}

@@ -139,6 +139,9 @@ func Start(parent context.Context, rc *rest.Config, cfg *Config, members []*Memb
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: KubeletString, Host: cfg.NodeName})
 
 	n := New(cfg, members, client, pods.Lister(), recorder)
+	if node, err := client.CoreV1().Nodes().Get(ctx, cfg.NodeName, metav1.GetOptions{}); err == nil {
+		n.resume(node) // a restart or a takeover
+	}
 	n.SetClaims(store)
 	n.budgets = newLedgerBudgets(ctx, client)
 	pc, err := node.NewPodController(node.PodControllerConfig{

@@ -229,8 +229,12 @@ func (n *Node) offerLocked() offer.Offer {
 	var o offer.Offer
 	for _, m := range n.members {
 		carries := m.Provider.Carries()
-		o.Providers = append(o.Providers, offer.Provider{Name: m.Config.Name, Healthy: m.healthy, Capacity: m.capacity.DeepCopy(), Carries: &carries,
-			Namespaces: m.Config.Namespaces})
+		p := offer.Provider{Name: m.Config.Name, Healthy: m.healthy, Capacity: m.capacity.DeepCopy(), Carries: &carries,
+			Namespaces: m.Config.Namespaces}
+		if !m.unlistedSince.IsZero() {
+			p.UnlistedSince = &metav1.Time{Time: m.unlistedSince}
+		}
+		o.Providers = append(o.Providers, p)
 	}
 	// Said while the node is set to read claims, also before it has: a
 	// slow start does not turn claims break-before-make.

@@ -15,6 +15,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Annotation is the Node annotation holding an overflow node's Offer.
@@ -48,6 +49,10 @@ type Provider struct {
 	// Namespaces are those whose pods the provider may run (their
 	// Secrets go there); empty: any.
 	Namespaces []string `json:"namespaces,omitempty"`
+	// UnlistedSince is when the provider's listing began to fail (unset
+	// while it lists): a new leader of the node goes on counting its
+	// providerFailureTimeoutSeconds from there, not from its own start.
+	UnlistedSince *metav1.Time `json:"unlistedSince,omitempty"`
 }
 
 // Encode is the annotation's value.
