@@ -231,6 +231,9 @@ func (r *claimRun) startOverflowNode(tCtx ktesting.TContext) error {
 		MaxPods:                  ptr.To[int32](100000),
 		ReconcileIntervalSeconds: ptr.To[int64](1),
 		Providers:                []overflownode.ProviderConfig{{Name: "cloud", Type: overflownode.TypeHTTP, HTTP: &overflownode.HTTPProvider{URL: srv.URL}}},
+		// Its leader Lease in a namespace this cluster has (it has no
+		// sluice-system).
+		LeaderElection: overflownode.LeaderElection{ResourceNamespace: metav1.NamespaceSystem},
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
