@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -728,7 +730,19 @@ func watchDeletedClaims(t *testing.T, cp *harness.ControlPlane, ns string) func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := dyn.Resource(v1alpha1.Resource).Namespace(ns).Watch(t.Context(), metav1.ListOptions{})
+	// A retry watcher: the apiserver may end a watch (of records near
+	// etcd's size limit, under load: it did, in a fresh-clone run, and
+	// the test saw no deletion); it resumes from the last event seen.
+	claimsAPI := dyn.Resource(v1alpha1.Resource).Namespace(ns)
+	list, err := claimsAPI.List(t.Context(), metav1.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(t.Context(), list.GetResourceVersion(), &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return claimsAPI.Watch(ctx, o)
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
