@@ -34,10 +34,15 @@ import (
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 	"k8s.io/kubernetes/pkg/controller/namespace"
 	"k8s.io/kubernetes/pkg/controller/nodelifecycle"
+	"k8s.io/kubernetes/pkg/controller/podautoscaler"
+	hpametrics "k8s.io/kubernetes/pkg/controller/podautoscaler/metrics"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
 	"k8s.io/kubernetes/pkg/controller/scheduling/podgroupprotection"
 	"k8s.io/kubernetes/pkg/controller/statefulset"
 	"k8s.io/kubernetes/pkg/controller/tainteviction"
+	resourceclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
+	"k8s.io/metrics/pkg/client/custom_metrics"
+	"k8s.io/metrics/pkg/client/external_metrics"
 )
 
 // Set chooses the controllers to run.
@@ -67,6 +72,12 @@ type Set struct {
 	// plugin) ends. Only for a control plane whose nodes all renew their
 	// Leases (the node simulator's do not).
 	NodeLifecycle bool
+	// Autoscaling runs the horizontal pod autoscaler controller with
+	// kube-controller-manager's defaults (15 s sync, 10% tolerance, 5 min
+	// CPU initialization and downscale stabilization), reading resource
+	// metrics from metrics.k8s.io as it does (a metrics-server behind the
+	// apiserver's aggregator).
+	Autoscaling bool
 }
 
 // kube-controller-manager's defaults for the node lifecycle controller.
@@ -78,6 +89,16 @@ const (
 	secondaryNodeEvictionRate = 0.01
 	largeClusterSizeThreshold = 50
 	unhealthyZoneThreshold    = 0.55
+)
+
+// kube-controller-manager's defaults for the HPA controller.
+const (
+	hpaSyncPeriod               = 15 * time.Second
+	hpaDownscaleStabilization   = 5 * time.Minute
+	hpaTolerance                = 0.1
+	hpaCPUInitializationPeriod  = 5 * time.Minute
+	hpaInitialReadinessDelay    = 30 * time.Second
+	hpaConcurrentAutoscalerSync = 5
 )
 
 // discoverySyncPeriod is how often the garbage collector and the REST
@@ -179,6 +200,13 @@ func Start(ctx context.Context, cfg *rest.Config, set Set) (*Running, error) {
 		}
 		run = append(run, func() { nlc.Run(ctx) }, func() { tec.Run(ctx) })
 	}
+	if set.Autoscaling {
+		fns, err := autoscaling(ctx, cfg, client, factory)
+		if err != nil {
+			return nil, err
+		}
+		run = append(run, fns...)
+	}
 	var metadataInformers metadatainformer.SharedInformerFactory
 	if set.Cleanup {
 		fns, mi, err := cleanup(ctx, cfg, client, factory)
@@ -206,6 +234,38 @@ func Start(ctx context.Context, cfg *rest.Config, set Set) (*Running, error) {
 		running.mu.Unlock()
 	}
 	return running, nil
+}
+
+// autoscaling builds the HPA controller as kube-controller-manager does.
+func autoscaling(ctx context.Context, cfg *rest.Config, client func(string) (kubernetes.Interface, error), factory informers.SharedInformerFactory) ([]func(), error) {
+	hpaClient, err := client("horizontal-pod-autoscaler")
+	if err != nil {
+		return nil, err
+	}
+	hpaConfig := rest.AddUserAgent(rest.CopyConfig(cfg), "horizontal-pod-autoscaler")
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(hpaClient.Discovery()))
+	scaleClient, err := scale.NewForConfig(hpaConfig, mapper, dynamic.LegacyAPIPathResolverFunc,
+		scale.NewDiscoveryScaleKindResolver(hpaClient.Discovery()))
+	if err != nil {
+		return nil, fmt.Errorf("HPA scale client: %w", err)
+	}
+	apiVersions := custom_metrics.NewAvailableAPIsGetter(hpaClient.Discovery())
+	resources, err := resourceclient.NewForConfig(hpaConfig)
+	if err != nil {
+		return nil, fmt.Errorf("HPA resource metrics client: %w", err)
+	}
+	external, err := external_metrics.NewForConfig(hpaConfig)
+	if err != nil {
+		return nil, fmt.Errorf("HPA external metrics client: %w", err)
+	}
+	metricsClient := hpametrics.NewRESTMetricsClient(resources, custom_metrics.NewForConfig(hpaConfig, mapper, apiVersions), external)
+	hpa := podautoscaler.NewHorizontalController(ctx, hpaClient.CoreV1(), scaleClient, hpaClient.AutoscalingV2(), mapper, metricsClient,
+		factory.Autoscaling().V2().HorizontalPodAutoscalers(), factory.Core().V1().Pods(),
+		hpaSyncPeriod, hpaDownscaleStabilization, hpaTolerance, hpaCPUInitializationPeriod, hpaInitialReadinessDelay)
+	return []func(){
+		func() { custom_metrics.PeriodicallyInvalidate(apiVersions, hpaSyncPeriod, ctx.Done()) },
+		func() { hpa.Run(ctx, hpaConcurrentAutoscalerSync) },
+	}, nil
 }
 
 // workloads builds the workload controllers, and a function that builds

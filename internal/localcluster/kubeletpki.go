@@ -120,6 +120,21 @@ func (p *KubeletPKI) Sign(user string, groups ...string) (tls.Certificate, error
 	return cert, nil
 }
 
+// SignFiles writes a client certificate for user (and groups) signed by
+// the CA, and its key, into dir, for a component that reads files (e.g.
+// metrics-server's --kubelet-client-certificate); it returns their paths.
+func (p *KubeletPKI) SignFiles(dir, user string, groups ...string) (certFile, keyFile string, err error) {
+	certPEM, keyPEM, err := p.sign(user, groups...)
+	if err != nil {
+		return "", "", err
+	}
+	certFile, keyFile = filepath.Join(dir, user+".crt"), filepath.Join(dir, user+".key")
+	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, os.WriteFile(keyFile, keyPEM, 0o600)
+}
+
 // AllowKubeletClient binds KubeletClientUser to system:kubelet-api-admin,
 // as kubeadm does, so the apiserver may use kubelets' API (pod logs).
 func AllowKubeletClient(ctx context.Context, client kubernetes.Interface) error {

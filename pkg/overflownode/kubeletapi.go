@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -25,8 +26,9 @@ import (
 )
 
 // serveKubeletAPI serves the kubelet API on cfg.KubeletAPI until ctx ends:
-// container logs from the providers; exec, attach and port-forward
-// refused with the reason.
+// container logs from the providers; the providers' usage measures as
+// resource metrics and a stats summary (usage.go); exec, attach and
+// port-forward refused with the reason.
 func (n *Node) serveKubeletAPI(ctx context.Context) error {
 	k := n.cfg.KubeletAPI
 	tlsConfig, err := kubeletTLS(k, n.cfg.NodeName)
@@ -44,6 +46,8 @@ func (n *Node) serveKubeletAPI(ctx context.Context) error {
 		mux.HandleFunc("/"+what+"/{namespace}/{pod}/{container}", n.refuse(what))
 	}
 	mux.HandleFunc("/portForward/{namespace}/{pod}", n.refuse("port-forward"))
+	mux.Handle("GET /metrics/resource", n.resourceMetrics())
+	mux.HandleFunc("GET /stats/summary", n.statsSummary)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	// Requests end with ctx (a follow stream included).
 	srv := &http.Server{Handler: n.authorized(mux), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
@@ -98,8 +102,9 @@ func kubeletTLS(k *KubeletAPI, nodeName string) (*tls.Config, error) {
 }
 
 // authorized lets a request through when the client certificate's user
-// (CN) and groups (O) may use nodes/proxy on this node, as the kubelet's
-// webhook authorization asks the apiserver.
+// (CN) and groups (O) may use the request's subresource of this node
+// (subresourceOf), as the kubelet's webhook authorization asks the
+// apiserver.
 func (n *Node) authorized(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
@@ -107,7 +112,7 @@ func (n *Node) authorized(next http.Handler) http.Handler {
 			return
 		}
 		subject := r.TLS.PeerCertificates[0].Subject
-		attrs := &authorizationv1.ResourceAttributes{Verb: verbOf(r.Method), Resource: "nodes", Subresource: "proxy", Name: n.cfg.NodeName}
+		attrs := &authorizationv1.ResourceAttributes{Verb: verbOf(r.Method), Resource: "nodes", Subresource: subresourceOf(r.URL.Path), Name: n.cfg.NodeName}
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: subject.CommonName, Groups: subject.Organization, ResourceAttributes: attrs,
 		}}
@@ -120,11 +125,24 @@ func (n *Node) authorized(next http.Handler) http.Handler {
 			return
 		}
 		if !res.Status.Allowed {
-			writeStatus(w, http.StatusForbidden, fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource=proxy)", subject.CommonName, attrs.Verb))
+			writeStatus(w, http.StatusForbidden, fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource=%s)", subject.CommonName, attrs.Verb, attrs.Subresource))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// subresourceOf is the node subresource a kubelet API path is authorized
+// as, as the kubelet maps it: metrics-server is allowed nodes/metrics and
+// nodes/stats, not nodes/proxy.
+func subresourceOf(path string) string {
+	switch {
+	case path == "/metrics" || strings.HasPrefix(path, "/metrics/"):
+		return "metrics"
+	case path == "/stats" || strings.HasPrefix(path, "/stats/"):
+		return "stats"
+	}
+	return "proxy"
 }
 
 // verbOf is the authorization verb of an HTTP method, as the kubelet maps

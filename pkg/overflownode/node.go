@@ -152,6 +152,8 @@ type Node struct {
 	notifyNode func(*v1.Node)
 	lastNode   *v1.NodeStatus
 	lastOffer  string
+	// usageMeter is the providers' usage measures (usage.go).
+	usageMeter meter
 }
 
 var (

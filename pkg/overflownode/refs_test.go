@@ -153,8 +153,6 @@ func TestMissingKeyAndOptionalRefs(t *testing.T) {
 	}
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 // TestOneDispatchAtATime: a second CreatePod for a pod being dispatched
 // (virtual-kubelet's and the reconcile's, for a held pod) returns without
 // dispatching it again.

@@ -41,3 +41,18 @@ func KubeletClientCert(t testing.TB, user string, groups ...string) tls.Certific
 	}
 	return cert
 }
+
+// KubeletClientCertFiles writes a client certificate for user (and
+// groups) signed by the kubelet client CA, and its key, for a component
+// that reads files; it returns their paths.
+func KubeletClientCertFiles(t testing.TB, user string, groups ...string) (certFile, keyFile string) {
+	t.Helper()
+	if kubeletCA == nil {
+		t.Fatal("harness: no kubelet client CA: pass harness.WithNetwork to harness.Main")
+	}
+	certFile, keyFile, err := kubeletCA.SignFiles(t.TempDir(), user, groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}

@@ -6,6 +6,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,9 +41,15 @@ func Binary(t testing.TB, command string) string {
 	if p := os.Getenv(env); p != "" {
 		return p
 	}
+	return build(t, command, command, ModuleRoot(t), "./cmd/"+command)
+}
+
+// build builds pkg in dir as name, once per test binary (key).
+func build(t testing.TB, key, name, dir, pkg string) string {
+	t.Helper()
 	binMu.Lock()
 	defer binMu.Unlock()
-	if p, ok := binPath[command]; ok {
+	if p, ok := binPath[key]; ok {
 		return p
 	}
 	if binDir == "" {
@@ -53,14 +60,38 @@ func Binary(t testing.TB, command string) string {
 		binDir = dir
 		atExit(func() { _ = os.RemoveAll(dir) })
 	}
-	out := filepath.Join(binDir, command)
-	build := exec.Command("go", "build", "-o", out, "./cmd/"+command)
-	build.Dir = ModuleRoot(t)
-	if msg, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", command, err, msg)
+	out := filepath.Join(binDir, name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = dir
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", name, err, msg)
 	}
-	binPath[command] = out
+	binPath[key] = out
 	return out
+}
+
+// Tool is the path of a third-party program the tests run for real,
+// built from its module under hack/tools/<name> (its own go.mod, so its
+// dependencies never reach sluice's), or taken from $<NAME>_BIN. The
+// module's tool directive names the package.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	env := strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_BIN"
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	dir := filepath.Join(ModuleRoot(t), "hack", "tools", name)
+	list := exec.Command("go", "mod", "edit", "-json")
+	list.Dir = dir
+	data, err := list.Output()
+	if err != nil {
+		t.Fatalf("tool %s: reading %s/go.mod: %v", name, dir, err)
+	}
+	var mod struct{ Tool []struct{ Path string } }
+	if err := json.Unmarshal(data, &mod); err != nil || len(mod.Tool) != 1 {
+		t.Fatalf("tool %s: %s/go.mod must name exactly one tool (%v)", name, dir, err)
+	}
+	return build(t, "tool:"+name, name, dir, mod.Tool[0].Path)
 }
 
 var (

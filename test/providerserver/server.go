@@ -45,6 +45,9 @@ type Server struct {
 	pool       []string
 	// vanishAfterRead are ids removed once a GET of them is answered.
 	vanishAfterRead map[string]bool
+	// usage is what every container of a Running workload uses (nil:
+	// the provider measures nothing, and answers 501).
+	usage *httpprovider.ContainerUsage
 }
 
 type entry struct {
@@ -98,6 +101,7 @@ func Start(o Options) *Server {
 	mux.HandleFunc("DELETE /v1/workloads/{id}", s.delete)
 	mux.HandleFunc("PUT /v1/workloads/{id}/pod", s.adopt)
 	mux.HandleFunc("GET /v1/workloads/{id}/logs", s.logs)
+	mux.HandleFunc("GET /v1/usage", s.usageHandler)
 	if o.TLS {
 		s.Server = httptest.NewTLSServer(s.auth(mux))
 	} else {
@@ -234,6 +238,42 @@ func (s *Server) SetHealthy(ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.healthy = ok
+}
+
+// SetUsage makes every container of every Running workload use cpu
+// cores and memory (Kubernetes quantities), measured when asked; until it
+// is called the provider measures nothing (501).
+func (s *Server) SetUsage(cpu, memory string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.usage = &httpprovider.ContainerUsage{CPU: cpu, Memory: memory}
+}
+
+func (s *Server) usageHandler(w http.ResponseWriter, r *http.Request) {
+	node := r.URL.Query().Get("node")
+	if node == "" {
+		writeError(w, http.StatusBadRequest, "query parameter node is required")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.usage == nil {
+		writeError(w, http.StatusNotImplemented, "this provider measures no usage")
+		return
+	}
+	out := httpprovider.UsageList{Items: []httpprovider.WorkloadUsage{}}
+	now := s.clock.Now().UTC()
+	for id, e := range s.workloads {
+		if e.req.Node != node || s.workload(id, e).Phase != provider.Running {
+			continue
+		}
+		u := httpprovider.WorkloadUsage{ID: id, Timestamp: now}
+		for _, c := range e.req.Containers {
+			u.Containers = append(u.Containers, httpprovider.ContainerUsage{Name: c.Name, CPU: s.usage.CPU, Memory: s.usage.Memory})
+		}
+		out.Items = append(out.Items, u)
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // SetCapacity replaces the reported capacity.

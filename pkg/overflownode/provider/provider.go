@@ -24,6 +24,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
@@ -138,6 +139,36 @@ type Provider interface {
 	// Secrets, ConfigMaps), published in the node's offer so the
 	// scheduler moves only pods it can run; Create refuses the rest.
 	Carries() offer.Carries
+}
+
+// Usage is what one remote workload's containers use, as its provider
+// measured it at Time.
+type Usage struct {
+	// ID is the workload's id.
+	ID         string
+	Time       time.Time
+	Containers []ContainerUsage
+}
+
+// ContainerUsage is one container's use.
+type ContainerUsage struct {
+	Name string
+	// CPU is the cores in use (a rate over the provider's own window);
+	// Memory the working set.
+	CPU, Memory resource.Quantity
+}
+
+// UsageReader is a Provider that measures what its workloads use. The
+// overflow node serves it as a kubelet does (/metrics/resource,
+// /stats/summary), so metrics-server, kubectl top and a
+// HorizontalPodAutoscaler see overflowed pods. A pod at a provider that
+// is not one, or whose workload is not in the answer, has no usage: none,
+// never zero.
+type UsageReader interface {
+	// Usage returns the latest measure of this node's workloads. A
+	// provider that measures nothing returns an error wrapping
+	// ErrUnsupported.
+	Usage(ctx context.Context) ([]Usage, error)
 }
 
 // Refs are the home Secrets and ConfigMaps a pod reads (by env, envFrom

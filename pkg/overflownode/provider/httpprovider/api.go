@@ -15,6 +15,8 @@
 //	       [&timestamps=true][&previous=true][&sinceTime=RFC3339][&limitBytes=N]
 //	                                   -> text/plain, streamed while follow; 404
 //	                                      when absent, 501 when the provider keeps no logs
+//	GET    /v1/usage?node=NODE         -> UsageList; 404 or 501 when the provider
+//	                                      measures nothing (optional)
 //
 // A workload reports its addresses: the IPs at which its container ports
 // are reachable from the home cluster's network. The node publishes them
@@ -32,7 +34,11 @@
 // sluice never logs it either.
 package httpprovider
 
-import "github.com/sluice-sched/sluice/pkg/overflownode/provider"
+import (
+	"time"
+
+	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
+)
 
 // CreateRequest is the body of PUT /v1/workloads/{id}.
 type CreateRequest struct {
@@ -178,6 +184,28 @@ type Health struct {
 // for the node, in Kubernetes quantities.
 type Capacity struct {
 	Resources map[string]string `json:"resources"`
+}
+
+// UsageList is the body of GET /v1/usage: the latest measure of the
+// node's running workloads (a workload not listed has none yet).
+type UsageList struct {
+	Items []WorkloadUsage `json:"items"`
+}
+
+// WorkloadUsage is what one workload's containers use, measured at
+// Timestamp.
+type WorkloadUsage struct {
+	ID         string           `json:"id"`
+	Timestamp  time.Time        `json:"timestamp"`
+	Containers []ContainerUsage `json:"containers"`
+}
+
+// ContainerUsage is one container's use, in Kubernetes quantities: CPU in
+// cores (a rate, e.g. "250m"), Memory its working set (e.g. "512Mi").
+type ContainerUsage struct {
+	Name   string `json:"name"`
+	CPU    string `json:"cpu"`
+	Memory string `json:"memory"`
 }
 
 // Error is the body of every non-2xx answer.

@@ -224,6 +224,54 @@ func (c *Client) Capacity(ctx context.Context) (v1.ResourceList, error) {
 	return out, nil
 }
 
+var _ provider.UsageReader = &Client{}
+
+// Usage reads what the node's workloads use. A provider that does not
+// serve /v1/usage (404, 501) measures nothing: an error wrapping
+// provider.ErrUnsupported. Any invalid item fails the answer, so a
+// provider bug is never shown as a measure.
+func (c *Client) Usage(ctx context.Context) ([]provider.Usage, error) {
+	var list UsageList
+	err := c.do(ctx, http.MethodGet, "/v1/usage", url.Values{"node": {c.node}}, nil, &list)
+	if errors.Is(err, provider.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %v", provider.ErrUnsupported, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]provider.Usage, 0, len(list.Items))
+	for i, item := range list.Items {
+		u, err := item.parse()
+		if err != nil {
+			return nil, fmt.Errorf("provider answered an invalid usage (item %d): %w", i, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+func (w WorkloadUsage) parse() (provider.Usage, error) {
+	u := provider.Usage{ID: w.ID, Time: w.Timestamp}
+	if w.ID == "" || w.Timestamp.IsZero() {
+		return u, fmt.Errorf("id and timestamp are required")
+	}
+	for _, c := range w.Containers {
+		if c.Name == "" {
+			return u, fmt.Errorf("workload %s: a container without a name", w.ID)
+		}
+		cpu, err := resource.ParseQuantity(c.CPU)
+		if err != nil || cpu.Sign() < 0 {
+			return u, fmt.Errorf("workload %s container %s: cpu %q: want a quantity of at least 0", w.ID, c.Name, c.CPU)
+		}
+		mem, err := resource.ParseQuantity(c.Memory)
+		if err != nil || mem.Sign() < 0 {
+			return u, fmt.Errorf("workload %s container %s: memory %q: want a quantity of at least 0", w.ID, c.Name, c.Memory)
+		}
+		u.Containers = append(u.Containers, provider.ContainerUsage{Name: c.Name, CPU: cpu, Memory: mem})
+	}
+	return u, nil
+}
+
 // Carries is what the HTTP contract carries: containers, their literal
 // environment, ports, resources and emptyDir volumes; over https also the
 // Secrets and ConfigMaps they read (env, envFrom, volumes).

@@ -203,24 +203,27 @@ func TestOpenAPIDocument(t *testing.T) {
 		}
 	}
 	sort.Strings(ops)
-	want := []string{"DELETE /v1/workloads/{id}", "GET /v1/capacity", "GET /v1/health", "GET /v1/workloads", "GET /v1/workloads/{id}", "GET /v1/workloads/{id}/logs", "PUT /v1/workloads/{id}", "PUT /v1/workloads/{id}/pod"}
+	want := []string{"DELETE /v1/workloads/{id}", "GET /v1/capacity", "GET /v1/health", "GET /v1/usage", "GET /v1/workloads", "GET /v1/workloads/{id}", "GET /v1/workloads/{id}/logs", "PUT /v1/workloads/{id}", "PUT /v1/workloads/{id}/pod"}
 	if diff := cmp.Diff(want, ops); diff != "" {
 		t.Errorf("operations (-client,+document):\n%s", diff)
 	}
 	for schema, typ := range map[string]reflect.Type{
-		"CreateRequest": reflect.TypeFor[httpprovider.CreateRequest](),
-		"Container":     reflect.TypeFor[httpprovider.Container](),
-		"Workload":      reflect.TypeFor[provider.Workload](),
-		"PodRef":        reflect.TypeFor[provider.PodRef](),
-		"Health":        reflect.TypeFor[httpprovider.Health](),
-		"Capacity":      reflect.TypeFor[httpprovider.Capacity](),
-		"WorkloadList":  reflect.TypeFor[httpprovider.WorkloadList](),
-		"Error":         reflect.TypeFor[httpprovider.Error](),
-		"Object":        reflect.TypeFor[httpprovider.Object](),
-		"Volume":        reflect.TypeFor[httpprovider.Volume](),
-		"ObjectSource":  reflect.TypeFor[httpprovider.ObjectSource](),
-		"KeyRef":        reflect.TypeFor[httpprovider.KeyRef](),
-		"ObjectRef":     reflect.TypeFor[httpprovider.ObjectRef](),
+		"CreateRequest":  reflect.TypeFor[httpprovider.CreateRequest](),
+		"Container":      reflect.TypeFor[httpprovider.Container](),
+		"Workload":       reflect.TypeFor[provider.Workload](),
+		"PodRef":         reflect.TypeFor[provider.PodRef](),
+		"Health":         reflect.TypeFor[httpprovider.Health](),
+		"Capacity":       reflect.TypeFor[httpprovider.Capacity](),
+		"WorkloadList":   reflect.TypeFor[httpprovider.WorkloadList](),
+		"Error":          reflect.TypeFor[httpprovider.Error](),
+		"UsageList":      reflect.TypeFor[httpprovider.UsageList](),
+		"WorkloadUsage":  reflect.TypeFor[httpprovider.WorkloadUsage](),
+		"ContainerUsage": reflect.TypeFor[httpprovider.ContainerUsage](),
+		"Object":         reflect.TypeFor[httpprovider.Object](),
+		"Volume":         reflect.TypeFor[httpprovider.Volume](),
+		"ObjectSource":   reflect.TypeFor[httpprovider.ObjectSource](),
+		"KeyRef":         reflect.TypeFor[httpprovider.KeyRef](),
+		"ObjectRef":      reflect.TypeFor[httpprovider.ObjectRef](),
 	} {
 		props := doc.Components.Schemas[schema].Properties
 		for i := range typ.NumField() {
@@ -540,5 +543,59 @@ func TestProviderErrorsAreShown(t *testing.T) {
 	err := carryingClient(t, srv).Create(context.Background(), provider.IDFor(p.UID), p, homeRefs("hf_TOPSECRET42"))
 	if err == nil || !strings.Contains(err.Error(), "image vllm/vllm-openai:v0.11 is not in our registry mirror") {
 		t.Errorf("Create: %v, want the provider's message", err)
+	}
+}
+
+// TestUsage: a provider's measure is read as quantities; one that serves
+// no /v1/usage (404, 501) measures nothing (ErrUnsupported), and an
+// invalid item fails the whole answer.
+func TestUsage(t *testing.T) {
+	clk := testingclock.NewFakePassiveClock(time.Now())
+	srv := providerserver.Start(providerserver.Options{Capacity: map[string]string{"nvidia.com/gpu": "16"}, Clock: clk})
+	defer srv.Close()
+	c := newClient(t, srv, "")
+	ctx := context.Background()
+	if err := c.Create(ctx, provider.IDFor("uid-a"), pod("a", "a"), provider.Refs{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Usage(ctx); !errors.Is(err, provider.ErrUnsupported) {
+		t.Errorf("usage of a provider that measures nothing: %v, want ErrUnsupported", err)
+	}
+	srv.SetUsage("1500m", "2Gi")
+	got, err := c.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != provider.IDFor("uid-a") || !got[0].Time.Equal(clk.Now().UTC()) || len(got[0].Containers) != 1 ||
+		got[0].Containers[0].Name != "server" || got[0].Containers[0].CPU.MilliValue() != 1500 || got[0].Containers[0].Memory.Value() != 2<<30 {
+		t.Errorf("usage = %+v, want container server at 1500m and 2Gi", got)
+	}
+
+	for name, answer := range map[string]func(http.ResponseWriter){
+		"404": func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":"no such path"}`))
+		},
+		"bad": func(w http.ResponseWriter) {
+			_, _ = w.Write([]byte(`{"items":[{"id":"sluice-x","timestamp":"2026-12-07T10:00:00Z","containers":[{"name":"c","cpu":"lots","memory":"1Gi"}]}]}`))
+		},
+	} {
+		raw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { answer(w) }))
+		c, err := httpprovider.New(httpprovider.Options{URL: raw.URL, Node: "n"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Usage(ctx)
+		raw.Close()
+		switch name {
+		case "404":
+			if !errors.Is(err, provider.ErrUnsupported) {
+				t.Errorf("usage answered 404: %v, want ErrUnsupported", err)
+			}
+		case "bad":
+			if err == nil || errors.Is(err, provider.ErrUnsupported) || !strings.Contains(err.Error(), `cpu "lots"`) {
+				t.Errorf("usage with an invalid cpu: %v, want an error naming it", err)
+			}
+		}
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/pkg/overflow/offer"
@@ -55,7 +56,10 @@ const (
 
 // Provider runs workloads as pods in a namespace of another cluster.
 type Provider struct {
-	client    kubernetes.Interface
+	client kubernetes.Interface
+	// metrics reads the remote metrics.k8s.io (nil: Usage is
+	// unsupported).
+	metrics   metricsclient.Interface
 	namespace string
 	node      string
 	opts      Options
@@ -92,7 +96,46 @@ func FromKubeconfig(path, namespace, node string, opts Options) (*Provider, erro
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
-	return New(client, namespace, node, opts), nil
+	metrics, err := metricsclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return New(client, namespace, node, opts).WithMetrics(metrics), nil
+}
+
+// WithMetrics makes Usage read the remote cluster's resource metrics
+// API (metrics.k8s.io, served by its metrics-server) through m.
+func (p *Provider) WithMetrics(m metricsclient.Interface) *Provider {
+	p.metrics = m
+	return p
+}
+
+var _ provider.UsageReader = &Provider{}
+
+// Usage is the remote metrics.k8s.io measure of this node's remote pods
+// (the remote identity needs list of podmetrics in the namespace). A
+// remote cluster that serves no resource metrics API measures nothing.
+func (p *Provider) Usage(ctx context.Context) ([]provider.Usage, error) {
+	if p.metrics == nil {
+		return nil, fmt.Errorf("%w: no metrics client", provider.ErrUnsupported)
+	}
+	sel := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy, LabelNode: p.node})
+	list, err := p.metrics.MetricsV1beta1().PodMetricses(p.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%w: the remote cluster serves no metrics.k8s.io: %v", provider.ErrUnsupported, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing pod metrics in %s: %w", p.namespace, err)
+	}
+	out := make([]provider.Usage, 0, len(list.Items))
+	for _, m := range list.Items {
+		u := provider.Usage{ID: m.Name, Time: m.Timestamp.Time}
+		for _, c := range m.Containers {
+			u.Containers = append(u.Containers, provider.ContainerUsage{Name: c.Name, CPU: c.Usage[v1.ResourceCPU], Memory: c.Usage[v1.ResourceMemory]})
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 var _ provider.Provider = &Provider{}

@@ -8,17 +8,21 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 
 	"github.com/sluice-sched/sluice/pkg/overflownode/provider"
 )
@@ -328,5 +332,49 @@ func TestImagePullSecretsAreCopiedPerPod(t *testing.T) {
 	}
 	if _, err := client.CoreV1().Secrets("burst").Get(ctx, "regcred", metav1.GetOptions{}); err == nil {
 		t.Errorf("a Secret named regcred, a home name, exists in the shared remote namespace")
+	}
+}
+
+// TestUsage: the remote metrics.k8s.io measure of this node's remote pods
+// only; a remote cluster without the API measures nothing.
+func TestUsage(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC))
+	pm := func(name, node string) *metricsv1beta1.PodMetrics {
+		return &metricsv1beta1.PodMetrics{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "burst", Name: name, Labels: map[string]string{LabelManagedBy: ManagedBy, LabelNode: node}},
+			Timestamp:  at, Window: metav1.Duration{Duration: 15 * time.Second},
+			Containers: []metricsv1beta1.ContainerMetrics{{Name: "server", Usage: v1.ResourceList{v1.ResourceCPU: resource.MustParse("750m"), v1.ResourceMemory: resource.MustParse("3Gi")}}},
+		}
+	}
+	// As metrics-server answers: by label selector.
+	m := metricsfake.NewSimpleClientset()
+	m.PrependReactor("list", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		sel := a.(clienttesting.ListAction).GetListRestrictions().Labels
+		out := &metricsv1beta1.PodMetricsList{}
+		for _, p := range []*metricsv1beta1.PodMetrics{pm("sluice-a", "ovf"), pm("sluice-b", "other-node")} {
+			if sel.Matches(labels.Set(p.Labels)) {
+				out.Items = append(out.Items, *p)
+			}
+		}
+		return true, out, nil
+	})
+	p := New(fake.NewClientset(), "burst", "ovf", Options{}).WithMetrics(m)
+	got, err := p.Usage(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != "sluice-a" || !got[0].Time.Equal(at.Time) || len(got[0].Containers) != 1 ||
+		got[0].Containers[0].CPU.MilliValue() != 750 || got[0].Containers[0].Memory.Value() != 3<<30 {
+		t.Errorf("usage = %+v, want sluice-a only, 750m and 3Gi", got)
+	}
+	if _, err := New(fake.NewClientset(), "burst", "ovf", Options{}).Usage(context.Background()); !errors.Is(err, provider.ErrUnsupported) {
+		t.Errorf("usage without a metrics client: %v, want ErrUnsupported", err)
+	}
+	none := metricsfake.NewSimpleClientset()
+	none.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: "metrics.k8s.io", Resource: "pods"}, "")
+	})
+	if _, err := New(fake.NewClientset(), "burst", "ovf", Options{}).WithMetrics(none).Usage(context.Background()); !errors.Is(err, provider.ErrUnsupported) {
+		t.Errorf("usage of a cluster without metrics.k8s.io: %v, want ErrUnsupported", err)
 	}
 }
