@@ -71,16 +71,16 @@ func build(t testing.TB, key, name, dir, pkg string) string {
 }
 
 // Tool is the path of a third-party program the tests run for real,
-// built from its module under hack/tools/<name> (its own go.mod, so its
-// dependencies never reach sluice's), or taken from $<NAME>_BIN. The
-// module's tool directive names the package.
+// built from its module hack/<name> (a go.mod of its own, so its
+// dependencies never reach sluice's): the one program its tool directive
+// names, or else the module's main package. $<NAME>_BIN overrides it.
 func Tool(t testing.TB, name string) string {
 	t.Helper()
 	env := strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_BIN"
 	if p := os.Getenv(env); p != "" {
 		return p
 	}
-	dir := filepath.Join(ModuleRoot(t), "hack", "tools", name)
+	dir := filepath.Join(ModuleRoot(t), "hack", name)
 	list := exec.Command("go", "mod", "edit", "-json")
 	list.Dir = dir
 	data, err := list.Output()
@@ -88,10 +88,14 @@ func Tool(t testing.TB, name string) string {
 		t.Fatalf("tool %s: reading %s/go.mod: %v", name, dir, err)
 	}
 	var mod struct{ Tool []struct{ Path string } }
-	if err := json.Unmarshal(data, &mod); err != nil || len(mod.Tool) != 1 {
-		t.Fatalf("tool %s: %s/go.mod must name exactly one tool (%v)", name, dir, err)
+	if err := json.Unmarshal(data, &mod); err != nil || len(mod.Tool) > 1 {
+		t.Fatalf("tool %s: %s/go.mod must name at most one tool (%v)", name, dir, err)
 	}
-	return build(t, "tool:"+name, name, dir, mod.Tool[0].Path)
+	pkg := "."
+	if len(mod.Tool) == 1 {
+		pkg = mod.Tool[0].Path
+	}
+	return build(t, "tool:"+name, name, dir, pkg)
 }
 
 var (

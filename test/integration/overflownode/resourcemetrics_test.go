@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,7 +38,7 @@ import (
 // test's metrics-server presents to nodes.
 const metricsServerUser = "sluice-test-metrics-server"
 
-// startMetricsServer runs the real metrics-server (hack/tools) as a
+// startMetricsServer runs the real metrics-server (hack/metrics-server) as a
 // process, registered behind the apiserver's aggregator as
 // v1beta1.metrics.k8s.io (an ExternalName Service to its loopback port),
 // scraping kubelets every 10 s with a client certificate allowed only
@@ -208,6 +210,18 @@ func TestResourceMetricsReachKubectlTopAndTheHPA(t *testing.T) {
 		}
 		return ok >= 2, nil
 	}, func() string { return "kubectl top shows both web pods at 900m and 200Mi: " + top })
+	// And as kubectl itself prints it.
+	out, err := exec.Command(harness.Tool(t, "kubectl"), "--kubeconfig="+cp.Kubeconfig, "top", "pod", "-n", ns, "-l", "app=web", "--no-headers").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl top pod: %v\n%s", err, out)
+	}
+	for _, p := range pods {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(p.Name) + `\s+(8[5-9]\d|9[0-4]\d)m\s+200Mi\s*$`).Match(out) {
+			t.Errorf("kubectl top pod: want %s at about 900m and 200Mi:\n%s", p.Name, out)
+		}
+	}
+	top = strings.TrimSpace(string(out))
+
 	// kubectl top node: the node's measured containers (its CPU counter
 	// starts with the second measure).
 	var nodeTop string

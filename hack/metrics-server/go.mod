@@ -5,7 +5,7 @@
 // a module of its own, as it is built upstream, with its own k8s.io
 // versions, so none of its dependencies reach sluice's go.mod.
 
-module github.com/sluice-sched/sluice/hack/tools/metrics-server
+module github.com/sluice-sched/sluice/hack/metrics-server
 
 go 1.26.0
 
