@@ -34,7 +34,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/)
 INTEGRATION_PKGS = $(shell $(GO) list ./test/integration/overflow ./test/integration/slurm ./test/integration/overflownode) \
 	$(filter-out %/integration/overflow %/integration/slurm %/integration/overflownode,$(shell $(GO) list ./test/integration/...))
 
-.PHONY: all build tools demo demo-smoke test unit fuzz integration soak binary monitoring smoke bench bench-doc bench-smoke sim sim-smoke verify codegen image clean
+.PHONY: all build tools demo demo-smoke test unit fuzz integration soak binary monitoring smoke bench bench-doc bench-smoke sim sim-smoke verify codegen image image-docker clean
 
 all: build
 
@@ -222,8 +222,28 @@ $(STATICCHECK):
 codegen:
 	./hack/update-codegen.sh
 
-## image: container images for this machine's platform (needs a Docker engine)
+## image: both images as OCI image layout tarballs in _output/images, with
+## no Docker engine (hack/image): static binaries for IMAGE_PLATFORMS on an
+## empty base, the CA bundle, non-root, version-labelled, reproducible from
+## the commit; tagged $(IMAGE_REPO)NAME:$(SLUICE_VERSION) (local/ without
+## IMAGE_REPO). Load one with `ctr -n k8s.io images import`.
+comma := ,
+IMAGE_DIR := _output/images
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 image:
+	rm -rf _output/build && mkdir -p $(IMAGE_DIR)
+	for p in $(subst $(comma), ,$(IMAGE_PLATFORMS)); do \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(MAKE) --no-print-directory build BIN=_output/build/$${p%/*}-$${p#*/} || exit 1; \
+	done
+	for b in sluice-scheduler sluice-overflow-node; do \
+		$(GO) run ./hack/image -name $$b -ref $(or $(IMAGE_REPO),local/)$$b:$(SLUICE_VERSION) -version $(SLUICE_VERSION) \
+			-revision $(GIT_COMMIT) -created $(SOURCE_DATE_EPOCH) \
+			$(foreach p,$(subst $(comma), ,$(IMAGE_PLATFORMS)),-binary $(p)=_output/build/$(subst /,-,$(p))/$$b) \
+			-o $(IMAGE_DIR)/$$b.oci.tar || exit 1; \
+	done
+
+## image-docker: the same images with a Docker engine (the Dockerfile)
+image-docker:
 	docker build --build-arg SLUICE_VERSION=$(SLUICE_VERSION) --target sluice-scheduler -t $(IMAGE_REPO)sluice-scheduler:$(SLUICE_VERSION) .
 	docker build --build-arg SLUICE_VERSION=$(SLUICE_VERSION) --target sluice-overflow-node -t $(IMAGE_REPO)sluice-overflow-node:$(SLUICE_VERSION) .
 
