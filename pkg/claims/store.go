@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sluice-sched/sluice/pkg/apis/claims/v1alpha1"
+	"github.com/sluice-sched/sluice/pkg/crdcheck"
 	"github.com/sluice-sched/sluice/pkg/metrics"
 )
 
@@ -52,8 +53,12 @@ func NewStore(ctx context.Context, dyn dynamic.Interface, disco discovery.Discov
 	return s
 }
 
-// discoveryRetry is how often an unserved CRD is looked for again.
-const discoveryRetry = 2 * time.Second
+// discoveryRetry is how often an unserved CRD is looked for again;
+// schemaRetry how often an outdated one is checked again.
+const (
+	discoveryRetry = 2 * time.Second
+	schemaRetry    = 30 * time.Second
+)
 
 func (s *Store) run(ctx context.Context, disco discovery.DiscoveryInterface) {
 	logger := klog.FromContext(ctx)
@@ -63,6 +68,21 @@ func (s *Store) run(ctx context.Context, disco discovery.DiscoveryInterface) {
 		case <-ctx.Done():
 			return
 		case <-time.After(discoveryRetry):
+		}
+	}
+	// A CRD installed after start-up is checked as the binaries check it
+	// at start-up: an older schema would drop fields this release writes,
+	// so claims are neither read nor written until it is upgraded.
+	for {
+		err := crdcheck.Check(ctx, s.dyn, crdcheck.ResearchClaims())
+		if err == nil {
+			break
+		}
+		logger.Error(err, "ResearchClaims are not used until the CRD is fixed", "retry", schemaRetry)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(schemaRetry):
 		}
 	}
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(s.dyn, 0, metav1.NamespaceAll, nil)

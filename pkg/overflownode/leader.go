@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/sluice-sched/sluice/pkg/crdcheck"
 	"github.com/sluice-sched/sluice/pkg/metrics"
 )
 
@@ -64,6 +66,15 @@ func (r *Replica) Run(ctx context.Context, rc *rest.Config, cfg *Config, members
 	metrics.RegisterOverflowNode()
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
+		return err
+	}
+	// The claims it reads must be the ones the scheduler writes; an older
+	// CRD stops every replica here, naming the fix.
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	if err := crdcheck.Check(ctx, dyn, crdcheck.ResearchClaims()); err != nil {
 		return err
 	}
 	go watchNodeLease(ctx, client, cfg.NodeName)

@@ -34,6 +34,7 @@ import (
 	"github.com/sluice-sched/sluice/pkg/apis/podgroup/v1alpha1"
 	"github.com/sluice-sched/sluice/pkg/capacity"
 	"github.com/sluice-sched/sluice/pkg/claims"
+	"github.com/sluice-sched/sluice/pkg/crdcheck"
 	"github.com/sluice-sched/sluice/pkg/disruption"
 	"github.com/sluice-sched/sluice/pkg/fabric"
 	"github.com/sluice-sched/sluice/pkg/gang"
@@ -494,6 +495,11 @@ func (rt *Runtime) buildClaims(h fwk.Handle) error {
 	ctx, informers := rt.ctx, h.SharedInformerFactory()
 	dyn, err := dynamic.NewForConfig(h.KubeConfig())
 	if err != nil {
+		return fmt.Errorf("research claims: %w", err)
+	}
+	// An older ResearchClaim CRD would drop what the engine writes: stop
+	// here, naming the fix.
+	if err := crdcheck.Check(ctx, dyn, crdcheck.ResearchClaims()); err != nil {
 		return fmt.Errorf("research claims: %w", err)
 	}
 	rt.store = claims.NewStore(ctx, dyn, h.ClientSet().Discovery())

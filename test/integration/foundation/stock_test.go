@@ -65,51 +65,7 @@ func chartObjects(t *testing.T, set ...string) []*unstructured.Unstructured {
 func runShipped(t *testing.T, objs []*unstructured.Unstructured, gated bool) {
 	cp := harness.StartStockControlPlane(t)
 	harness.CreateObjects(t, cp, objs)
-	args := shippedSchedulerArgs(t, objs)
-
-	// The shipped configuration, reaching the apiserver as the
-	// ServiceAccount; the serving port is the only argument changed.
-	var shipped string
-	for _, o := range objs {
-		if o.GetKind() == "ConfigMap" && strings.HasPrefix(o.GetName(), "sluice-scheduler-config") {
-			shipped, _, _ = unstructured.NestedString(o.Object, "data", "config.yaml")
-		}
-	}
-	if shipped == "" {
-		t.Fatal("no ConfigMap sluice-scheduler-config with a config.yaml")
-	}
-	cfg := map[string]any{}
-	if err := yaml.Unmarshal([]byte(shipped), &cfg); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := cp.KubeconfigAs(t.TempDir(), "system:serviceaccount:sluice-system:sluice-scheduler",
-		"system:serviceaccounts", "system:serviceaccounts:sluice-system", "system:authenticated")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, _ := cfg["clientConnection"].(map[string]any)
-	if conn == nil {
-		conn = map[string]any{}
-	}
-	conn["kubeconfig"] = kubeconfig
-	cfg["clientConnection"] = conn
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for i, a := range args {
-		switch {
-		case strings.HasPrefix(a, "--config="):
-			args[i] = "--config=" + file
-		case strings.HasPrefix(a, "--secure-port="):
-			args[i] = "--secure-port=0"
-		}
-	}
-	bin := harness.Binary(t, "sluice-scheduler")
+	bin, args := shippedScheduler(t, cp, objs)
 
 	// The native gates on, the API off: a clear stop at start-up.
 	if gated {
@@ -161,6 +117,58 @@ func runShipped(t *testing.T, objs []*unstructured.Unstructured, gated bool) {
 			t.Errorf("the scheduler does not say the native Workload API is off")
 		}
 	}
+}
+
+// shippedScheduler is the scheduler binary and the shipped Deployment's
+// arguments, with the shipped configuration reaching cp as the shipped
+// ServiceAccount.
+func shippedScheduler(t *testing.T, cp *harness.ControlPlane, objs []*unstructured.Unstructured) (bin string, args []string) {
+	t.Helper()
+	args = shippedSchedulerArgs(t, objs)
+
+	// The shipped configuration, reaching the apiserver as the
+	// ServiceAccount; the serving port is the only argument changed.
+	var shipped string
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && strings.HasPrefix(o.GetName(), "sluice-scheduler-config") {
+			shipped, _, _ = unstructured.NestedString(o.Object, "data", "config.yaml")
+		}
+	}
+	if shipped == "" {
+		t.Fatal("no ConfigMap sluice-scheduler-config with a config.yaml")
+	}
+	cfg := map[string]any{}
+	if err := yaml.Unmarshal([]byte(shipped), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := cp.KubeconfigAs(t.TempDir(), "system:serviceaccount:sluice-system:sluice-scheduler",
+		"system:serviceaccounts", "system:serviceaccounts:sluice-system", "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, _ := cfg["clientConnection"].(map[string]any)
+	if conn == nil {
+		conn = map[string]any{}
+	}
+	conn["kubeconfig"] = kubeconfig
+	cfg["clientConnection"] = conn
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range args {
+		switch {
+		case strings.HasPrefix(a, "--config="):
+			args[i] = "--config=" + file
+		case strings.HasPrefix(a, "--secure-port="):
+			args[i] = "--secure-port=0"
+		}
+	}
+	return harness.Binary(t, "sluice-scheduler"), args
 }
 
 // shippedSchedulerArgs are the sluice-scheduler container's arguments in
