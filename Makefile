@@ -34,7 +34,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/)
 INTEGRATION_PKGS = $(shell $(GO) list ./test/integration/overflow ./test/integration/slurm ./test/integration/overflownode) \
 	$(filter-out %/integration/overflow %/integration/slurm %/integration/overflownode,$(shell $(GO) list ./test/integration/...))
 
-.PHONY: all build tools demo demo-smoke test unit fuzz integration soak binary monitoring smoke bench bench-doc bench-smoke sim sim-smoke verify codegen image image-docker clean
+.PHONY: all build tools demo demo-smoke test unit fuzz integration soak binary monitoring smoke bench bench-doc bench-smoke sim sim-smoke verify codegen image image-docker release clean
 
 all: build
 
@@ -228,7 +228,7 @@ codegen:
 ## the commit; tagged $(IMAGE_REPO)NAME:$(SLUICE_VERSION) (local/ without
 ## IMAGE_REPO). Load one with `ctr -n k8s.io images import`.
 comma := ,
-IMAGE_DIR := _output/images
+IMAGE_DIR ?= _output/images
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 image:
 	rm -rf _output/build && mkdir -p $(IMAGE_DIR)
@@ -241,6 +241,30 @@ image:
 			$(foreach p,$(subst $(comma), ,$(IMAGE_PLATFORMS)),-binary $(p)=_output/build/$(subst /,-,$(p))/$$b) \
 			-o $(IMAGE_DIR)/$$b.oci.tar || exit 1; \
 	done
+
+## release: VERSION=vX.Y.Z writes every artifact of a release into
+## _output/release/VERSION: both images (OCI tarballs, IMAGE_PLATFORMS,
+## tagged $(IMAGE_REPO), default ghcr.io/sluice-sched/), the chart package
+## and its OCI form, kubectl-sluice for PLUGIN_PLATFORMS with a krew
+## manifest, RELEASE-NOTES.md (CHANGELOG, upgrade notes first), an SPDX
+## SBOM and SHA256SUMS (hack/release)
+PLUGIN_PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64
+RELEASE_DIR = _output/release/$(VERSION)
+release: $(BIN)/helm
+	@[[ "$(VERSION)" =~ ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$$ ]] || { echo "set VERSION=vX.Y.Z (got '$(VERSION)')"; exit 1; }
+	rm -rf $(RELEASE_DIR) _output/build/plugin && mkdir -p $(RELEASE_DIR)
+	$(MAKE) --no-print-directory image SLUICE_VERSION=$(VERSION) IMAGE_REPO=$(or $(IMAGE_REPO),ghcr.io/sluice-sched/) IMAGE_DIR=$(RELEASE_DIR)
+	for p in $(subst $(comma), ,$(PLUGIN_PLATFORMS)); do \
+		d=_output/build/plugin/$${p%/*}-$${p#*/}; mkdir -p $$d && cp LICENSE $$d/ && \
+		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $$d/kubectl-sluice ./cmd/kubectl-sluice && \
+		tar --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner -cf - -C $$d kubectl-sluice LICENSE | gzip -n \
+			> $(RELEASE_DIR)/kubectl-sluice_$(VERSION)_$${p%/*}_$${p#*/}.tar.gz || exit 1; \
+	done
+	$(BIN)/helm package charts/sluice --version $(VERSION:v%=%) --app-version $(VERSION) -d $(RELEASE_DIR)
+	$(GO) run ./hack/release -version $(VERSION) -dir $(RELEASE_DIR) -chart sluice-$(VERSION:v%=%).tgz -created $(SOURCE_DATE_EPOCH) \
+		$(foreach p,$(subst $(comma), ,$(IMAGE_PLATFORMS)),-binary _output/build/$(subst /,-,$(p))/sluice-scheduler -binary _output/build/$(subst /,-,$(p))/sluice-overflow-node) \
+		$(foreach p,$(subst $(comma), ,$(PLUGIN_PLATFORMS)),-binary _output/build/plugin/$(subst /,-,$(p))/kubectl-sluice -plugin $(p)=kubectl-sluice_$(VERSION)_$(subst /,_,$(p)).tar.gz)
+	@ls -l $(RELEASE_DIR)
 
 ## image-docker: the same images with a Docker engine (the Dockerfile)
 image-docker:

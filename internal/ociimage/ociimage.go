@@ -120,7 +120,7 @@ func Write(s Spec, out string) (v1.Hash, error) {
 	})); err != nil {
 		return v1.Hash{}, err
 	}
-	return digest, tarDir(dir, out, s.Created)
+	return digest, TarDir(dir, out, s.Created)
 }
 
 // containerdName is the reference as containerd's CRI normalizes what a
@@ -235,8 +235,9 @@ func (s Spec) layer(files []file) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// tarDir writes dir's files, in name order, as a tarball at out.
-func tarDir(dir, out string, mtime time.Time) error {
+// TarDir writes dir's files (an OCI image layout), in name order, every
+// time mtime, as a tarball at out.
+func TarDir(dir, out string, mtime time.Time) error {
 	var names []string
 	if err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
