@@ -13,7 +13,7 @@ IMAGE_REPO ?=
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 GIT_TREE_STATE := $(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo clean || echo dirty)
-BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
 VERSION_PKG := k8s.io/component-base/version
 LDFLAGS := -s -w \
@@ -230,13 +230,16 @@ codegen:
 comma := ,
 IMAGE_DIR ?= _output/images
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# The CA bundle the images carry (Debian's path; elsewhere point at yours).
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 image:
 	rm -rf _output/build && mkdir -p $(IMAGE_DIR)
 	for p in $(subst $(comma), ,$(IMAGE_PLATFORMS)); do \
-		GOOS=$${p%/*} GOARCH=$${p#*/} $(MAKE) --no-print-directory build BIN=_output/build/$${p%/*}-$${p#*/} || exit 1; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} GOFLAGS=-trimpath $(MAKE) --no-print-directory build BIN=_output/build/$${p%/*}-$${p#*/} \
+			BUILD_DATE=$$(date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ) || exit 1; \
 	done
 	for b in sluice-scheduler sluice-overflow-node; do \
-		$(GO) run ./hack/image -name $$b -ref $(or $(IMAGE_REPO),local/)$$b:$(SLUICE_VERSION) -version $(SLUICE_VERSION) \
+		$(GO) run ./hack/image -name $$b -ref $(or $(IMAGE_REPO),local/)$$b:$(SLUICE_VERSION) -version $(SLUICE_VERSION) -ca-bundle $(CA_BUNDLE) \
 			-revision $(GIT_COMMIT) -created $(SOURCE_DATE_EPOCH) \
 			$(foreach p,$(subst $(comma), ,$(IMAGE_PLATFORMS)),-binary $(p)=_output/build/$(subst /,-,$(p))/$$b) \
 			-o $(IMAGE_DIR)/$$b.oci.tar || exit 1; \

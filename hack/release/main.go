@@ -146,7 +146,11 @@ func (r *Release) chartOCI() error {
 	if err != nil {
 		return err
 	}
-	version := strings.TrimPrefix(r.Version, "v")
+	// Tagged with the chart's own version, as `helm push` tags it.
+	version, _ := meta["version"].(string)
+	if version == "" {
+		return fmt.Errorf("%s: Chart.yaml has no version", r.Chart)
+	}
 	if err := lp.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": version})); err != nil {
 		return err
 	}
@@ -286,7 +290,7 @@ func (r *Release) notes() error {
 	}
 	section := changelogSection(string(data), r.Version)
 	if section == "" {
-		return fmt.Errorf("%s has no section %s or Unreleased", r.Changelog, r.Version)
+		return fmt.Errorf("%s has no section \"## %s\" (rename \"## Unreleased\" to it for the release; a pre-release takes Unreleased)", r.Changelog, r.Version)
 	}
 	var upgrading []string
 	for _, entry := range strings.Split(section, "\n- ") {
@@ -305,8 +309,8 @@ func (r *Release) notes() error {
 	return os.WriteFile(filepath.Join(r.Dir, "RELEASE-NOTES.md"), []byte(b.String()), 0o644)
 }
 
-// changelogSection is the body under "## <version>", or else under
-// "## Unreleased".
+// changelogSection is the body under "## <version>"; a pre-release
+// (vX.Y.Z-rc.N) without one takes "## Unreleased".
 func changelogSection(changelog, version string) string {
 	find := func(heading string) string {
 		i := strings.Index(changelog, "\n## "+heading+"\n")
@@ -319,7 +323,7 @@ func changelogSection(changelog, version string) string {
 		}
 		return rest
 	}
-	if s := find(version); s != "" {
+	if s := find(version); s != "" || !strings.Contains(version, "-") {
 		return s
 	}
 	return find("Unreleased")
@@ -331,6 +335,7 @@ func (r *Release) sbom() error {
 	type pkg struct {
 		SPDXID           string `json:"SPDXID"`
 		Name             string `json:"name"`
+		FilesAnalyzed    bool   `json:"filesAnalyzed"`
 		VersionInfo      string `json:"versionInfo,omitempty"`
 		DownloadLocation string `json:"downloadLocation"`
 		ExternalRefs     []any  `json:"externalRefs,omitempty"`
@@ -365,9 +370,9 @@ func (r *Release) sbom() error {
 			if !seen[mid] {
 				seen[mid] = true
 				p := pkg{SPDXID: mid, Name: m.Path, VersionInfo: m.Version, DownloadLocation: "NOASSERTION"}
-				if m.Path != "stdlib" {
+				if m.Path != "stdlib" && m.Version != "" && m.Version != "(devel)" {
 					p.ExternalRefs = []any{map[string]string{"referenceCategory": "PACKAGE-MANAGER", "referenceType": "purl",
-						"referenceLocator": "pkg:golang/" + m.Path + "@" + m.Version}}
+						"referenceLocator": "pkg:golang/" + m.Path + "@" + strings.ReplaceAll(m.Version, "+", "%2B")}}
 				}
 				pkgs = append(pkgs, p)
 			}

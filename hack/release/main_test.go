@@ -61,7 +61,7 @@ func TestRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Release{Version: "v0.2.0", Dir: dir, Chart: "sluice-0.2.0.tgz", Changelog: changelog, Binaries: []string{self},
+	r := &Release{Version: "v0.2.0-rc.1", Dir: dir, Chart: "sluice-0.2.0.tgz", Changelog: changelog, Binaries: []string{self},
 		Plugins: map[string]string{"linux/amd64": "kubectl-sluice_v0.2.0_linux_amd64.tar.gz"}, URL: "https://example.test/dl", Created: time.Unix(1796675582, 0).UTC()}
 	if err := r.Run(); err != nil {
 		t.Fatal(err)
@@ -125,14 +125,14 @@ func TestRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, _ := sha256File(filepath.Join(dir, "kubectl-sluice_v0.2.0_linux_amd64.tar.gz"))
-	if plugin.Spec.Version != "v0.2.0" || len(plugin.Spec.Platforms) != 1 || plugin.Spec.Platforms[0].Sha256 != sum ||
-		plugin.Spec.Platforms[0].URI != "https://example.test/dl/v0.2.0/kubectl-sluice_v0.2.0_linux_amd64.tar.gz" {
+	if plugin.Spec.Version != "v0.2.0-rc.1" || len(plugin.Spec.Platforms) != 1 || plugin.Spec.Platforms[0].Sha256 != sum ||
+		plugin.Spec.Platforms[0].URI != "https://example.test/dl/v0.2.0-rc.1/kubectl-sluice_v0.2.0_linux_amd64.tar.gz" {
 		t.Errorf("krew manifest:\n%s", kdata)
 	}
 
 	// Notes.
 	notes, _ := os.ReadFile(filepath.Join(dir, "RELEASE-NOTES.md"))
-	if n := string(notes); !strings.HasPrefix(n, "# sluice v0.2.0\n\n## Upgrade notes\n\n- A thing. **Upgrading: relabel.** (#1)\n") ||
+	if n := string(notes); !strings.HasPrefix(n, "# sluice v0.2.0-rc.1\n\n## Upgrade notes\n\n- A thing. **Upgrading: relabel.** (#1)\n") ||
 		!strings.Contains(n, "- Another. (#2)") || strings.Contains(n, "Old.") {
 		t.Errorf("release notes:\n%s", notes)
 	}
@@ -169,5 +169,14 @@ func TestRelease(t *testing.T) {
 	r.Version = "0.2"
 	if err := r.Run(); err == nil || !strings.Contains(err.Error(), "want vX.Y.Z") {
 		t.Errorf("version 0.2: %v", err)
+	}
+	// A release needs its own section; a pre-release takes Unreleased.
+	r.Version = "v0.3.0"
+	if err := r.Run(); err == nil || !strings.Contains(err.Error(), `no section "## v0.3.0"`) {
+		t.Errorf("v0.3.0 without its section: %v", err)
+	}
+	r.Version = "v0.3.0-rc.1"
+	if err := r.Run(); err != nil {
+		t.Errorf("a pre-release from Unreleased: %v", err)
 	}
 }

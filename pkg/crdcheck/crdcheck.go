@@ -15,10 +15,12 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
@@ -45,7 +47,21 @@ func ResearchClaims() CRD {
 // passes (claims.Store checks it again once it is served); one
 // that cannot be read is an error naming the permission.
 func Check(ctx context.Context, dyn dynamic.Interface, crd CRD) error {
-	u, err := dyn.Resource(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")).Get(ctx, crd.Name, metav1.GetOptions{})
+	// An apiserver that does not answer (a control-plane upgrade) is
+	// asked again for a while; only a refusal or an older schema stops.
+	var u *unstructured.Unstructured
+	var err error
+	for delay := time.Second; ; delay *= 2 {
+		u, err = dyn.Resource(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")).Get(ctx, crd.Name, metav1.GetOptions{})
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || delay > checkPatience {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("reading CRD %s to check its schema: %w", crd.Name, err)
+		case <-time.After(delay):
+		}
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
@@ -60,6 +76,10 @@ func Check(ctx context.Context, dyn dynamic.Interface, crd CRD) error {
 	}
 	return CheckServed(&obj, crd)
 }
+
+// checkPatience bounds how long Check asks an apiserver that does not
+// answer (1+2+...+32 s).
+const checkPatience = 32 * time.Second
 
 // CheckServed checks a CRD object.
 func CheckServed(obj *apiextensionsv1.CustomResourceDefinition, crd CRD) error {

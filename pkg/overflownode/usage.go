@@ -39,23 +39,23 @@ const (
 )
 
 // meter keeps the providers' last good measures and the cumulative CPU
-// counters integrated from them. It is this process's own: a new leader
-// starts its counters again from each container's estimated use since its
-// start, which metrics-server takes as a restart of nothing (it drops one
-// sample of a counter that went down).
+// counters integrated from them. The counters are this process's own: each
+// starts when this process first measures its container (its series'
+// start, container_start_time_seconds), so metrics-server takes a new
+// leader's counters as new containers, never as a jump of the old ones.
 type meter struct {
 	mu      sync.Mutex
 	sampled time.Time
 	last    []containerUse
-	nodeAt  time.Time
 	// nodeCPU is the node's cumulative CPU seconds: the sum of the
 	// increments of every container's counter, so it never goes down when
-	// a pod leaves.
+	// a pod leaves; nodeAt is the latest measure that moved it.
 	nodeCPU float64
+	nodeAt  time.Time
 	// byProvider is each provider's last good answer and when it came.
 	byProvider map[string]providerUsage
 	// counters are the cumulative CPU seconds, by workload id and
-	// container, with the time of the measure they were last moved by.
+	// container, kept while the workload runs a pod here.
 	counters map[counterKey]*cpuCounter
 }
 
@@ -66,16 +66,24 @@ type providerUsage struct {
 
 type counterKey struct{ id, container string }
 
+// cpuCounter is one container's cumulative CPU seconds since start, as
+// of the measure at.
 type cpuCounter struct {
-	seconds float64
-	at      time.Time
+	seconds   float64
+	start, at time.Time
 }
+
+// counterLead is how far before its first measure a counter starts: its
+// first value is that measure's rate over it (never 0, which
+// metrics-server takes as no measure).
+const counterLead = time.Second
 
 // containerUse is one container of a pod on this node, as measured.
 type containerUse struct {
 	pod        provider.PodRef
 	container  string
-	start      time.Time // the workload's start (zero: unknown)
+	started    time.Time // the workload's start (zero: unknown)
+	since      time.Time // the counter's start
 	at         time.Time // of the measure
 	cores      float64
 	cpuSeconds float64
@@ -85,7 +93,8 @@ type containerUse struct {
 // usage is the current measure of every container of the pods this node
 // runs whose provider measures them, sampled again when the last sample
 // is older than usageFresh. Pods at a provider that measures nothing, or
-// not in its answer, are absent.
+// not in its answer, or with a container whose working set is unknown,
+// are absent.
 func (n *Node) usage(ctx context.Context) (time.Time, float64, []containerUse) {
 	m := &n.usageMeter
 	m.mu.Lock()
@@ -109,47 +118,46 @@ func (n *Node) usage(ctx context.Context) (time.Time, float64, []containerUse) {
 	n.mu.Unlock()
 
 	var out []containerUse
-	live := map[counterKey]bool{}
 	for name, pu := range m.byProvider {
 		if now.Sub(pu.at) > usageStale {
 			continue
 		}
 		for _, u := range pu.items {
 			r := running[u.ID]
-			if r == nil || r.member.Config.Name != name || r.w.Phase != provider.Running {
+			if r == nil || r.member.Config.Name != name || r.w.Phase != provider.Running || !measured(u) {
 				continue
 			}
-			var start time.Time
+			var started time.Time
 			if r.w.StartedAt != nil {
-				start = *r.w.StartedAt
+				started = *r.w.StartedAt
 			}
 			for _, c := range u.Containers {
 				key := counterKey{u.ID, c.Name}
-				live[key] = true
 				cores := float64(c.CPU.MilliValue()) / 1000
 				ctr := m.counters[key]
 				switch {
 				case ctr == nil:
-					// First seen by this process: its use since its
-					// start, estimated at the current rate.
-					ctr = &cpuCounter{at: u.Time}
-					if !start.IsZero() && u.Time.After(start) {
-						ctr.seconds = cores * u.Time.Sub(start).Seconds()
-					}
+					ctr = &cpuCounter{start: u.Time.Add(-counterLead), at: u.Time, seconds: max(cores*counterLead.Seconds(), 1e-6)}
 					m.counters[key] = ctr
 				case u.Time.After(ctr.at):
 					inc := cores * u.Time.Sub(ctr.at).Seconds()
 					ctr.seconds += inc
 					ctr.at = u.Time
 					m.nodeCPU += inc
+					if u.Time.After(m.nodeAt) {
+						m.nodeAt = u.Time
+					}
 				}
-				out = append(out, containerUse{pod: r.w.Pod, container: c.Name, start: start, at: u.Time,
+				out = append(out, containerUse{pod: r.w.Pod, container: c.Name, started: started, since: ctr.start, at: ctr.at,
 					cores: cores, cpuSeconds: ctr.seconds, memory: c.Memory.Value()})
 			}
 		}
 	}
+	// Counters live as long as their workload runs a pod here: one
+	// missing from an answer, or at a provider gone stale, goes on where
+	// it was when it comes back.
 	for key := range m.counters {
-		if !live[key] {
+		if r := running[key.id]; r == nil {
 			delete(m.counters, key)
 		}
 	}
@@ -161,10 +169,25 @@ func (n *Node) usage(ctx context.Context) (time.Time, float64, []containerUse) {
 		if a.pod.Name != b.pod.Name {
 			return a.pod.Name < b.pod.Name
 		}
+		if a.pod.UID != b.pod.UID {
+			return a.pod.UID < b.pod.UID
+		}
 		return a.container < b.container
 	})
-	m.sampled, m.nodeAt, m.last = now, now, out
+	m.sampled, m.last = now, out
 	return m.nodeAt, m.nodeCPU, out
+}
+
+// measured: every container of u has a working set (a provider that has
+// none for one, e.g. a remote metrics API without memory, measured
+// nothing of the pod: metrics-server would drop it whole anyway).
+func measured(u provider.Usage) bool {
+	for _, c := range u.Containers {
+		if c.Memory.Sign() <= 0 {
+			return false
+		}
+	}
+	return len(u.Containers) > 0
 }
 
 // askUsage asks every provider that measures usage, at once, each within
@@ -248,9 +271,9 @@ func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, u := range p {
 			at(u.at, c.containerCPU, prometheus.CounterValue, u.cpuSeconds, u.container, u.pod.Name, u.pod.Namespace)
 			at(u.at, c.containerMemory, prometheus.GaugeValue, float64(u.memory), u.container, u.pod.Name, u.pod.Namespace)
-			if !u.start.IsZero() {
-				at(u.at, c.containerStart, prometheus.GaugeValue, float64(u.start.UnixNano())/1e9, u.container, u.pod.Name, u.pod.Namespace)
-			}
+			// The series' start: metrics-server takes a counter that
+			// starts after its last sample as a new container.
+			at(u.at, c.containerStart, prometheus.GaugeValue, float64(u.since.UnixNano())/1e9, u.container, u.pod.Name, u.pod.Namespace)
 			cpu += u.cpuSeconds
 			mem += u.memory
 			if u.at.After(last) {
@@ -261,7 +284,7 @@ func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 		at(last, c.podMemory, prometheus.GaugeValue, float64(mem), p[0].pod.Namespace, p[0].pod.Name)
 		memory += mem
 	}
-	if len(use) > 0 {
+	if len(use) > 0 && nodeCPU > 0 {
 		at(nodeAt, c.nodeCPU, prometheus.CounterValue, nodeCPU)
 		at(nodeAt, c.nodeMemory, prometheus.GaugeValue, float64(memory))
 	}
@@ -316,7 +339,7 @@ func (n *Node) statsSummary(w http.ResponseWriter, r *http.Request) {
 		var podNano, podCPU, podMem uint64
 		last := containers[0].at
 		for _, u := range containers {
-			cs := statsapi.ContainerStats{Name: u.container, StartTime: metav1.NewTime(u.start),
+			cs := statsapi.ContainerStats{Name: u.container, StartTime: metav1.NewTime(u.started),
 				CPU:    cpuStats(u.at, u.cores, u.cpuSeconds),
 				Memory: &statsapi.MemoryStats{Time: metav1.NewTime(u.at), WorkingSetBytes: ptrTo(uint64(u.memory))}}
 			ps.Containers = append(ps.Containers, cs)
@@ -332,7 +355,7 @@ func (n *Node) statsSummary(w http.ResponseWriter, r *http.Request) {
 		memory += podMem
 		sum.Pods = append(sum.Pods, ps)
 	}
-	if len(use) > 0 {
+	if len(use) > 0 && nodeCPU > 0 {
 		var nano uint64
 		for _, u := range use {
 			nano += uint64(u.cores * 1e9)

@@ -132,11 +132,16 @@ func TestResourceMetricsFromProviderUsage(t *testing.T) {
 			t.Errorf("%s = %v at %v, want %v at %v", series, s.Value, s.Timestamp.Time().UTC(), value, at)
 		}
 	}
-	// 0.5 cores since its start 100 s ago.
-	want("container_cpu_usage_seconds_total/llm-0/c", 50, f.clock)
+	// A counter of this process's own, started a second before its
+	// first measure (metrics-server takes it as a new container, whatever
+	// an earlier leader counted): 0.5 cores over that second.
+	first := f.clock
+	want("container_cpu_usage_seconds_total/llm-0/c", 0.5, f.clock)
 	want("container_memory_working_set_bytes/llm-0/c", 256<<20, f.clock)
-	want("container_start_time_seconds/llm-0/c", float64(started.Unix()), f.clock)
-	want("node_memory_working_set_bytes", 256<<20, f.clock)
+	want("container_start_time_seconds/llm-0/c", float64(first.Add(-counterLead).Unix()), f.clock)
+	if got["node_cpu_usage_seconds_total"] != nil {
+		t.Errorf("node CPU served before any increment: %v", got["node_cpu_usage_seconds_total"])
+	}
 	for series := range got {
 		if strings.Contains(series, "llm-1") {
 			t.Errorf("%s served for a pod whose provider measures nothing, want none", series)
@@ -151,25 +156,35 @@ func TestResourceMetricsFromProviderUsage(t *testing.T) {
 		t.Errorf("a second scrape within %s asked the provider again", usageFresh)
 	}
 
-	// 1 core for the next 10 s: 10 more core-seconds, the node's too.
+	// 1 core for the next 10 s: 10 more core-seconds, the node's too,
+	// stamped with the measure's time.
 	f.clock = f.clock.Add(9 * time.Second)
 	m.measure(f.clock, "1", "300Mi", nil)
 	got = scrape(t, f.node)
-	want("container_cpu_usage_seconds_total/llm-0/c", 60, f.clock)
+	want("container_cpu_usage_seconds_total/llm-0/c", 10.5, f.clock)
 	want("node_cpu_usage_seconds_total", 10, f.clock)
-	want("pod_cpu_usage_seconds_total/llm-0", 60, f.clock)
+	want("node_memory_working_set_bytes", 300<<20, f.clock)
+	want("pod_cpu_usage_seconds_total/llm-0", 10.5, f.clock)
 
 	// A failing call: the last measure, until it is stale.
 	measured := f.clock
 	m.measure(f.clock, "1", "300Mi", errors.New("metrics backend down"))
 	f.clock = f.clock.Add(usageStale - time.Second)
 	got = scrape(t, f.node)
-	want("container_cpu_usage_seconds_total/llm-0/c", 60, measured)
+	want("container_cpu_usage_seconds_total/llm-0/c", 10.5, measured)
 	f.clock = f.clock.Add(usageFresh)
 	got = scrape(t, f.node)
 	if s := got["container_cpu_usage_seconds_total/llm-0/c"]; s != nil {
 		t.Errorf("a measure older than %s still served: %v", usageStale, s)
 	}
+	// Measured again: the same counter goes on (the gap at the new rate),
+	// never restarting below what was served.
+	f.clock = f.clock.Add(usageFresh)
+	gap := f.clock.Sub(measured).Seconds()
+	m.measure(f.clock, "2", "300Mi", nil)
+	got = scrape(t, f.node)
+	want("container_cpu_usage_seconds_total/llm-0/c", 10.5+2*gap, f.clock)
+	want("container_start_time_seconds/llm-0/c", float64(first.Add(-counterLead).Unix()), f.clock)
 
 	// /stats/summary: the measured pod with CPU and memory, the other
 	// listed without.
@@ -193,6 +208,19 @@ func TestResourceMetricsFromProviderUsage(t *testing.T) {
 	}
 	if sum.Node.NodeName != f.node.cfg.NodeName || sum.Node.Memory == nil || *sum.Node.Memory.WorkingSetBytes != 1<<30 {
 		t.Errorf("summary of the node: %+v", sum.Node)
+	}
+
+	// An idle container still has a counter above 0 (metrics-server drops
+	// a pod with a 0); a working set of 0 is no measure: the pod is absent.
+	f.clock = f.clock.Add(usageFresh)
+	m.measure(f.clock, "0", "1Gi", nil)
+	if got = scrape(t, f.node); got["container_cpu_usage_seconds_total/llm-0/c"] == nil || got["container_cpu_usage_seconds_total/llm-0/c"].Value <= 0 {
+		t.Errorf("an idle container's counter: %v, want above 0", got["container_cpu_usage_seconds_total/llm-0/c"])
+	}
+	f.clock = f.clock.Add(usageFresh)
+	m.measure(f.clock, "1", "0", nil)
+	if got = scrape(t, f.node); got["container_memory_working_set_bytes/llm-0/c"] != nil {
+		t.Errorf("a container without a working set served: %v", got["container_memory_working_set_bytes/llm-0/c"])
 	}
 
 	// A provider that says it measures nothing: its pods have none.

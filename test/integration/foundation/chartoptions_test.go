@@ -65,7 +65,7 @@ func contains(t *testing.T, what, in string, want ...string) {
 // TestHelmChartOptions: each deployment option the values document
 // renders as it says: image pull secrets, extra arguments, environment,
 // volumes and mounts for both binaries (the Slurm example mounts
-// topology.conf, the slurmrestd CA and socket, and Slurm's commands), the
+// topology.conf and the slurmrestd CA), the
 // scheduler's PodDisruptionBudget, the overflow node's placement; a
 // misspelt value and a cluster outside kubeVersion are refused, naming
 // what is wrong.
@@ -104,9 +104,9 @@ func TestHelmChartOptions(t *testing.T) {
 	// mounted where the configuration says.
 	objs = render(t, "-f", "charts/sluice/examples/slurm.yaml")
 	pod, c = podSpec(t, objs, "sluice-scheduler")
-	contains(t, "the scheduler's pod (Slurm example)", pod, "name: slurm-topology", "secretName: slurmrestd-ca", "path: /run/slurmrestd", "path: /opt/slurm", "path: /run/munge")
+	contains(t, "the scheduler's pod (Slurm example)", pod, "name: slurm-topology", "secretName: slurmrestd-ca")
 	contains(t, "the scheduler's container (Slurm example)", c, "mountPath: /etc/slurm/topology.conf", "mountPath: /etc/sluice/slurmrestd-ca",
-		"mountPath: /run/slurmrestd", "mountPath: /opt/slurm", "name: SLURM_CONF", "mountPath: /var/run/secrets/sluice/slurm")
+		"mountPath: /var/run/secrets/sluice/slurm")
 	cm := ""
 	for key, o := range objs {
 		if strings.HasPrefix(key, "ConfigMap/sluice-scheduler-config") {
@@ -114,7 +114,9 @@ func TestHelmChartOptions(t *testing.T) {
 		}
 	}
 	contains(t, "the scheduler's configuration (Slurm example)", cm, "slurmTopologyFile: /etc/slurm/topology.conf",
-		"caFile: /etc/sluice/slurmrestd-ca/ca.crt", "commands: /opt/slurm/bin", "source: SlurmTopology")
+		"caFile: /etc/sluice/slurmrestd-ca/ca.crt", "source: SlurmTopology")
+	// Helm's global values (an umbrella chart's) pass the strict schema.
+	render(t, "--set", "global.imageRegistry=example")
 
 	// Refused: a misspelt value (the schema is strict), an image pull
 	// secret without a name, a cluster outside kubeVersion.

@@ -53,12 +53,17 @@ func startMetricsServer(t *testing.T, cp *harness.ControlPlane) {
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: metricsServerUser},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsServerUser},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: metricsServerUser}}}
+	// Each cluster-scoped object is removed at the end, whatever fails
+	// after it (an APIService left pointing at nothing stalls namespace
+	// deletion in the tests after this one).
 	if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = cp.Client.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{}) })
 	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = cp.Client.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
 	certFile, keyFile := harness.KubeletClientCertFiles(t, metricsServerUser)
 	port := freePort(t)
 	dir := t.TempDir()
@@ -76,6 +81,7 @@ func startMetricsServer(t *testing.T, cp *harness.ControlPlane) {
 	if _, err := cp.Client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = cp.Client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}) })
 	apiServices := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 	apiService := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
@@ -88,12 +94,7 @@ func startMetricsServer(t *testing.T, cp *harness.ControlPlane) {
 	if _, err := dyn.Resource(apiServices).Create(ctx, apiService, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = dyn.Resource(apiServices).Delete(ctx, "v1beta1.metrics.k8s.io", metav1.DeleteOptions{})
-		_ = cp.Client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{})
-		_ = cp.Client.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
-		_ = cp.Client.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
-	})
+	t.Cleanup(func() { _ = dyn.Resource(apiServices).Delete(ctx, "v1beta1.metrics.k8s.io", metav1.DeleteOptions{}) })
 	mc := metricsclient.NewForConfigOrDie(cp.Config)
 	var lastErr error
 	harness.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {

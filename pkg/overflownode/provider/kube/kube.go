@@ -124,6 +124,9 @@ func (p *Provider) Usage(ctx context.Context) ([]provider.Usage, error) {
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("%w: the remote cluster serves no metrics.k8s.io: %v", provider.ErrUnsupported, err)
 	}
+	if apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("%w: the remote identity may not list podmetrics.metrics.k8s.io in %s: %v", provider.ErrUnsupported, p.namespace, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing pod metrics in %s: %w", p.namespace, err)
 	}
