@@ -210,6 +210,19 @@ func TestResourceMetricsFromProviderUsage(t *testing.T) {
 		t.Errorf("summary of the node: %+v", sum.Node)
 	}
 
+	// A new leader (a process with no counters): its series starts after
+	// everything served before, so metrics-server takes it as a new
+	// container and computes no rate across the two (the old counter
+	// would read as a spike).
+	served := got["container_cpu_usage_seconds_total/llm-0/c"].Timestamp.Time()
+	f.node.usageMeter = meter{}
+	f.clock = f.clock.Add(usageFresh)
+	m.measure(f.clock, "2", "300Mi", nil)
+	got = scrape(t, f.node)
+	if s := got["container_start_time_seconds/llm-0/c"]; s == nil || !time.Unix(int64(s.Value), 0).After(served) {
+		t.Errorf("a new leader's series starts at %v, want after the last sample served (%v)", s, served)
+	}
+
 	// An idle container still has a counter above 0 (metrics-server drops
 	// a pod with a 0); a working set of 0 is no measure: the pod is absent.
 	f.clock = f.clock.Add(usageFresh)
