@@ -250,9 +250,8 @@ func (s *Server) SetUsage(cpu, memory string) {
 }
 
 func (s *Server) usageHandler(w http.ResponseWriter, r *http.Request) {
-	node := r.URL.Query().Get("node")
-	if node == "" {
-		writeError(w, http.StatusBadRequest, "query parameter node is required")
+	node, ok := nodeParam(w, r)
+	if !ok {
 		return
 	}
 	s.mu.Lock()
@@ -485,10 +484,18 @@ func (s *Server) VanishAfterRead(id string) {
 	s.vanishAfterRead[id] = true
 }
 
-func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+// nodeParam is the request's node query parameter, or answers 400.
+func nodeParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	node := r.URL.Query().Get("node")
 	if node == "" {
 		writeError(w, http.StatusBadRequest, "query parameter node is required")
+	}
+	return node, node != ""
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	node, ok := nodeParam(w, r)
+	if !ok {
 		return
 	}
 	s.mu.Lock()

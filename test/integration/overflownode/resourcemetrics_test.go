@@ -29,7 +29,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sluice-sched/sluice/internal/kcm"
-	"github.com/sluice-sched/sluice/pkg/overflownode"
 	"github.com/sluice-sched/sluice/test/harness"
 	"github.com/sluice-sched/sluice/test/providerserver"
 )
@@ -127,14 +126,7 @@ func TestResourceMetricsReachKubectlTopAndTheHPA(t *testing.T) {
 	srv := providerserver.Start(providerserver.Options{Capacity: map[string]string{"nvidia.com/gpu": "8", "cpu": "32", "memory": "256Gi"}, StartDelay: time.Second})
 	defer srv.Close()
 	name := "ovf-top-" + harness.NewNameSuffix()
-	deleteNodeAtEnd(t, cp, name)
-	api := kubeletAPI(t)
-	cfg := &overflownode.Config{APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: name,
-		ReconcileIntervalSeconds: ptr.To[int64](1),
-		Providers:                []overflownode.ProviderConfig{{Name: "cloud", Type: overflownode.TypeHTTP, HTTP: &overflownode.HTTPProvider{URL: srv.URL}}},
-		KubeletAPI:               &overflownode.KubeletAPI{Port: api.Port, ClientCAFile: api.ClientCAFile},
-	}
-	startNodeProcess(t, cp, cfg, "--node-ip="+api.Address)
+	api := startHTTPNodeWithKubeletAPI(t, cp, name, srv.URL)
 	startMetricsServer(t, cp)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

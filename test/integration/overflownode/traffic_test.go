@@ -93,6 +93,23 @@ func startNodeProcess(t *testing.T, cp *harness.ControlPlane, cfg *overflownode.
 	return p
 }
 
+// startHTTPNodeWithKubeletAPI runs the node binary as name (deleted at
+// the end) with one HTTP provider at url, "cloud", and a kubelet API on a
+// loopback port, whose address it takes from --node-ip, as the shipped
+// Deployment passes the pod's IP.
+func startHTTPNodeWithKubeletAPI(t *testing.T, cp *harness.ControlPlane, name, url string) *overflownode.KubeletAPI {
+	t.Helper()
+	deleteNodeAtEnd(t, cp, name)
+	api := kubeletAPI(t)
+	cfg := &overflownode.Config{APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: name,
+		ReconcileIntervalSeconds: ptr.To[int64](1),
+		Providers:                []overflownode.ProviderConfig{{Name: "cloud", Type: overflownode.TypeHTTP, HTTP: &overflownode.HTTPProvider{URL: url}}},
+		KubeletAPI:               &overflownode.KubeletAPI{Port: api.Port, ClientCAFile: api.ClientCAFile},
+	}
+	startNodeProcess(t, cp, cfg, "--node-ip="+api.Address)
+	return api
+}
+
 // runNodeBinary starts the sluice-overflow-node binary, as process
 // name, with cfg (written to a file) and args, as the node's
 // ServiceAccount (whose RBAC the caller applied).
@@ -266,16 +283,7 @@ func TestTrafficAndLogsOverHTTPProvider(t *testing.T) {
 		Serve: true, ServeAddresses: hosts[:1]})
 	defer srv.Close()
 	name := "ovf-web-" + harness.NewNameSuffix()
-	deleteNodeAtEnd(t, cp, name)
-	api := kubeletAPI(t)
-	cfg := &overflownode.Config{APIVersion: overflownode.APIVersion, Kind: overflownode.Kind, NodeName: name,
-		ReconcileIntervalSeconds: ptr.To[int64](1),
-		Providers:                []overflownode.ProviderConfig{{Name: "cloud", Type: overflownode.TypeHTTP, HTTP: &overflownode.HTTPProvider{URL: srv.URL}}},
-		KubeletAPI:               &overflownode.KubeletAPI{Port: api.Port, ClientCAFile: api.ClientCAFile},
-	}
-	// The address comes from --node-ip, as the shipped Deployment passes
-	// the pod's IP.
-	startNodeProcess(t, cp, cfg, "--node-ip="+api.Address)
+	api := startHTTPNodeWithKubeletAPI(t, cp, name, srv.URL)
 
 	live := func(addr string) bool {
 		for _, id := range srv.IDs() {
