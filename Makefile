@@ -34,7 +34,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/)
 INTEGRATION_PKGS = $(shell $(GO) list ./test/integration/overflow ./test/integration/slurm ./test/integration/overflownode) \
 	$(filter-out %/integration/overflow %/integration/slurm %/integration/overflownode,$(shell $(GO) list ./test/integration/...))
 
-.PHONY: all build tools demo demo-smoke test unit fuzz integration soak binary monitoring smoke bench bench-doc bench-smoke sim sim-smoke verify codegen image image-docker release clean
+.PHONY: all build tools demo demo-smoke test unit fuzz integration soak binary monitoring smoke bench bench-doc bench-smoke sim sim-smoke verify codegen image image-docker release e2e print-version clean
 
 all: build
 
@@ -82,7 +82,7 @@ demo-smoke: build tools
 ## use, reuses a running one, stops only what it started).
 WITH_SLURM := ./hack/with-test-slurm.sh
 test:
-	$(WITH_SLURM) $(MAKE) --no-print-directory unit fuzz integration binary monitoring smoke
+	$(WITH_SLURM) $(MAKE) --no-print-directory unit fuzz integration binary monitoring smoke e2e
 
 smoke: bench-smoke sim-smoke demo-smoke
 
@@ -283,6 +283,17 @@ image-push:
 		docker buildx build --platform $(IMAGE_PLATFORMS) --build-arg SLUICE_VERSION=$(SLUICE_VERSION) \
 			--target $$target -t $(IMAGE_REPO)$$target:$(SLUICE_VERSION) --push . || exit 1; \
 	done
+
+## e2e: sluice installed by its chart from its images on two real clusters
+## on this machine (a real kubelet on containerd 2.x and runc each), then
+## the story: production moves to the overflow node and back while it keeps
+## answering through its Service (hack/e2e/run.sh says what it installs;
+## E2E_KEEP=1 leaves the clusters up)
+e2e:
+	SLUICE_VERSION=$(SLUICE_VERSION) ./hack/e2e/run.sh
+
+print-version:
+	@echo $(SLUICE_VERSION)
 
 clean:
 	rm -rf $(BIN)

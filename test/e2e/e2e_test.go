@@ -1,0 +1,712 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The sluice Authors.
+
+// Package e2e runs sluice's story on real clusters: `make e2e`
+// (hack/e2e/run.sh) brings up "home" and "remote" (hack/e2e/cluster.sh), a
+// real kubelet on containerd and runc each, and runs this package against
+// them. Run by hand only with both up (E2E_KEEP=1 make e2e leaves them so).
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+const (
+	gpu          = v1.ResourceName("nvidia.com/gpu")
+	nodeGPUs     = 8
+	overflowNode = "sluice-overflow"
+	release      = "sluice"
+	releaseNS    = "sluice-system"
+	servingNS    = "serving"
+	researchNS   = "research"
+	remoteNS     = "sluice-overflow"
+	appImage     = "local/sluice-e2e-app:e2e"
+	webReplicas  = 4
+	webGPUs      = 2
+	// webMinAvailable is the PodDisruptionBudget's floor of web.
+	webMinAvailable = webReplicas - 1
+)
+
+var (
+	researchClaims = schema.GroupVersionResource{Group: "claims.sluice.dev", Version: "v1alpha1", Resource: "researchclaims"}
+	podGroups      = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+)
+
+// cluster is one of the two clusters the run brought up.
+type cluster struct {
+	name       string
+	kubeconfig string
+	client     kubernetes.Interface
+	dynamic    dynamic.Interface
+}
+
+func connect(t *testing.T, name, env string) *cluster {
+	t.Helper()
+	path := os.Getenv(env)
+	if path == "" {
+		t.Fatalf("%s is not set: this package runs against the clusters `make e2e` brings up (hack/e2e/run.sh)", env)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatalf("%s: %v", env, err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	return &cluster{name: name, kubeconfig: path,
+		client: kubernetes.NewForConfigOrDie(cfg), dynamic: dynamic.NewForConfigOrDie(cfg)}
+}
+
+// TestStory: production serves through a Service on home's real node; a
+// research gang claims the node's GPUs; production moves to the overflow
+// node, whose kubernetes provider runs it on the remote cluster, and keeps
+// answering; the leading scheduler's pod is deleted mid-claim and the
+// standby finishes the claim; the gang ends and production returns.
+// Throughout, every request to the Service is answered and the Service's
+// ready endpoints never fall below the PodDisruptionBudget's floor.
+func TestStory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	home := connect(t, "home", "E2E_HOME_KUBECONFIG")
+	remote := connect(t, "remote", "E2E_REMOTE_KUBECONFIG")
+	helm, tag := os.Getenv("E2E_HELM"), os.Getenv("E2E_IMAGE_TAG")
+	if helm == "" || tag == "" {
+		t.Fatal("E2E_HELM and E2E_IMAGE_TAG must be set (hack/e2e/run.sh sets them)")
+	}
+	start := time.Now()
+	step := func(format string, args ...any) {
+		t.Logf("[%6.1fs] %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+
+	for _, c := range []*cluster{home, remote} {
+		advertiseGPUs(ctx, t, c)
+	}
+	prepareRemote(ctx, t, remote)
+	step("both nodes advertise %d GPUs; the remote cluster lets sluice-overflow-provider run pods in %s", nodeGPUs, remoteNS)
+
+	installChart(ctx, t, home, remote, helm, tag)
+	step("helm install --wait: the scheduler and the overflow node run as pods from their images")
+	waitFor(ctx, t, "the overflow node Ready", func() (bool, error) {
+		n, err := home.client.CoreV1().Nodes().Get(ctx, overflowNode, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil && nodeReady(n), err
+	})
+	step("node %s Ready", overflowNode)
+
+	serviceIP := deployWeb(ctx, t, home)
+	waitReady(ctx, t, home, servingNS, "app=web", webReplicas, "home")
+	step("web: %d pods Ready on node home, Service %s", webReplicas, serviceIP)
+
+	// The invariants, watched from here to the end.
+	probe := startProber(ctx, t, "http://"+serviceIP+"/")
+	floor := watchReadyEndpoints(ctx, t, home, servingNS, "web")
+	waitFor(ctx, t, "answers from node home", func() (bool, error) { return probe.answeredBy("node home"), nil })
+
+	createGang(ctx, t, home)
+	step("research gang (2 pods x %d GPUs) created", nodeGPUs/2)
+	var claim *unstructured.Unstructured
+	waitFor(ctx, t, "a ResearchClaim with an eviction", func() (bool, error) {
+		list, err := home.dynamic.Resource(researchClaims).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) == 0 {
+			return false, err
+		}
+		claim = &list.Items[0]
+		evicted, _, _ := unstructured.NestedSlice(claim.Object, "status", "evicted")
+		return len(evicted) > 0, nil
+	})
+	phase, _, _ := unstructured.NestedString(claim.Object, "status", "phase")
+	step("claim %s/%s: phase %s, first victim evicted", claim.GetNamespace(), claim.GetName(), phase)
+
+	leader := leaderPod(ctx, t, home)
+	if err := home.client.CoreV1().Pods(releaseNS).Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the leader %s: %v", leader, err)
+	}
+	step("deleted the leading scheduler pod %s mid-claim", leader)
+	gangStillPending(ctx, t, home)
+
+	waitReady(ctx, t, home, researchNS, "app=gang", 2, "home")
+	newLeader := leaderPod(ctx, t, home)
+	if newLeader == leader {
+		t.Fatalf("the claim finished under %s, the pod deleted", leader)
+	}
+	step("gang Running on node home; the claim was finished by %s", newLeader)
+	waitReady(ctx, t, home, servingNS, "app=web", webReplicas, overflowNode)
+	waitFor(ctx, t, "answers from the overflow node", func() (bool, error) { return probe.answeredBy("node " + overflowNode), nil })
+	served := servedRemotely(ctx, t, home, remote)
+	step("web: %d pods on %s, their addresses those of pods running on the remote cluster (%s); the Service answers from them", webReplicas, overflowNode, served)
+	checkLogs(ctx, t, home)
+
+	// The gang ends; production returns.
+	if err := home.client.CoreV1().Pods(researchNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=gang"}); err != nil {
+		t.Fatal(err)
+	}
+	step("gang deleted")
+	waitReady(ctx, t, home, servingNS, "app=web", webReplicas, "home")
+	waitFor(ctx, t, "the remote cluster emptied", func() (bool, error) {
+		pods, err := remote.client.CoreV1().Pods(remoteNS).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0, err
+	})
+	step("web: %d pods back on node home; nothing left on the remote cluster", webReplicas)
+
+	requests, failures := probe.stop()
+	fewest := floor.stop()
+	step("%d requests to the Service, %d failed; ready endpoints never below %d (floor %d)", requests, len(failures), fewest, webMinAvailable)
+	if len(failures) > 0 {
+		t.Errorf("%d of %d requests to the Service failed, first: %s", len(failures), requests, failures[0])
+	}
+	if fewest < webMinAvailable {
+		t.Errorf("the Service's ready endpoints fell to %d, below the PodDisruptionBudget's %d", fewest, webMinAvailable)
+	}
+	if requests < 100 {
+		t.Errorf("only %d requests were made: the prober did not watch the story", requests)
+	}
+}
+
+// advertiseGPUs gives the real node nodeGPUs extended GPUs, as a device
+// plugin would (the kubelet keeps extended resources it did not set).
+func advertiseGPUs(ctx context.Context, t *testing.T, c *cluster) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"status":{"capacity":{%q:"%d"}}}`, gpu, nodeGPUs)
+	if _, err := c.client.CoreV1().Nodes().PatchStatus(ctx, c.name, []byte(patch)); err != nil {
+		t.Fatalf("%s: advertising GPUs: %v", c.name, err)
+	}
+	waitFor(ctx, t, c.name+": GPUs allocatable", func() (bool, error) {
+		n, err := c.client.CoreV1().Nodes().Get(ctx, c.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		q := n.Status.Allocatable[gpu]
+		return q.Value() == nodeGPUs, nil
+	})
+}
+
+// prepareRemote makes the provider's namespace and identity on the remote
+// cluster, with the access the chart's values document and no more.
+func prepareRemote(ctx context.Context, t *testing.T, remote *cluster) {
+	t.Helper()
+	const user = "sluice-overflow-provider"
+	mustCreate(t, "namespace", func() error {
+		_, err := remote.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remoteNS}}, metav1.CreateOptions{})
+		return err
+	})
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	mustCreate(t, "role", func() error {
+		_, err := remote.client.RbacV1().Roles(remoteNS).Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: user},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"pods", "secrets", "configmaps"}, Verbs: all},
+				{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+			},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	mustCreate(t, "rolebinding", func() error {
+		_, err := remote.client.RbacV1().RoleBindings(remoteNS).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: user},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	mustCreate(t, "clusterrole", func() error {
+		_, err := remote.client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: user},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	mustCreate(t, "clusterrolebinding", func() error {
+		_, err := remote.client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: user},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// providerKubeconfig is the remote cluster's kubeconfig for the overflow
+// node: its own certificate (hack/e2e/cluster.sh), the data inline.
+func providerKubeconfig(t *testing.T, remote *cluster) []byte {
+	t.Helper()
+	admin, err := clientcmd.LoadFromFile(remote.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pki := filepath.Join(filepath.Dir(remote.kubeconfig), "pki")
+	read := func(name string) []byte {
+		data, err := os.ReadFile(filepath.Join(pki, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	server := admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster].Server
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["remote"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: read("ca.crt")}
+	cfg.AuthInfos["provider"] = &clientcmdapi.AuthInfo{ClientCertificateData: read("overflow-provider.crt"), ClientKeyData: read("overflow-provider.key")}
+	cfg.Contexts["remote"] = &clientcmdapi.Context{Cluster: "remote", AuthInfo: "provider"}
+	cfg.CurrentContext = "remote"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// installChart installs charts/sluice with the locally built images, the
+// overflow node on, its one provider the remote cluster. The return's
+// timers are shortened (hysteresis 20 s, waves 5 s apart) so the run ends
+// in minutes; everything else is the chart's default.
+func installChart(ctx context.Context, t *testing.T, home, remote *cluster, helm, tag string) {
+	t.Helper()
+	for _, ns := range []*v1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: releaseNS}},
+		{ObjectMeta: metav1.ObjectMeta{Name: servingNS, Labels: map[string]string{"sluice.dev/production": "true"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: researchNS, Labels: map[string]string{"sluice.dev/research": "true"}}},
+	} {
+		mustCreate(t, "namespace "+ns.Name, func() error {
+			_, err := home.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+			return err
+		})
+	}
+	mustCreate(t, "providers secret", func() error {
+		_, err := home.client.CoreV1().Secrets(releaseNS).Create(ctx, &v1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "sluice-overflow-providers"},
+			Data:       map[string][]byte{"remote-kubeconfig": providerKubeconfig(t, remote)},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	values := fmt.Sprintf(`image: {registry: local, tag: %q, pullPolicy: Never}
+scheduler:
+  resources: {requests: {cpu: 100m, memory: 128Mi}}
+config:
+  return: {hysteresisSeconds: 20, minWaveIntervalSeconds: 5}
+overflowNode:
+  enabled: true
+  resources: {requests: {cpu: 50m, memory: 64Mi}}
+  config:
+    providers:
+    - name: remote
+      type: kubernetes
+      priority: 0
+      pricePerGPUHour: 2.5
+      kubernetes:
+        kubeconfig: /etc/sluice/providers/remote-kubeconfig
+        namespace: %s
+`, tag, remoteNS)
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chart := filepath.Join("..", "..", "charts", "sluice")
+	cmd := exec.CommandContext(ctx, helm, "--kubeconfig", home.kubeconfig, "install", release, chart,
+		"-n", releaseNS, "-f", file, "--wait", "--timeout", "5m")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+}
+
+// deployWeb runs production: the run's HTTP server, 4 replicas of 2 GPUs
+// (the whole node), a PodDisruptionBudget of 1, behind a Service.
+func deployWeb(ctx context.Context, t *testing.T, home *cluster) string {
+	t.Helper()
+	labels := map[string]string{"app": "web"}
+	replicas := int32(webReplicas)
+	grace := int64(10)
+	fieldEnv := func(name, path string) v1.EnvVar {
+		return v1.EnvVar{Name: name, ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	mustCreate(t, "deployment web", func() error {
+		_, err := home.client.AppsV1().Deployments(servingNS).Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: &replicas,
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: v1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: v1.PodSpec{
+						SchedulerName:                 "sluice-production",
+						PriorityClassName:             "production",
+						TerminationGracePeriodSeconds: &grace,
+						AutomountServiceAccountToken:  new(bool),
+						Tolerations:                   []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}},
+						Containers: []v1.Container{{
+							Name:            "web",
+							Image:           appImage,
+							ImagePullPolicy: v1.PullNever,
+							Args:            []string{"-listen", ":8080"},
+							Env:             []v1.EnvVar{fieldEnv("POD_NAME", "metadata.name"), fieldEnv("NODE_NAME", "spec.nodeName")},
+							Ports:           []v1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+							ReadinessProbe: &v1.Probe{
+								ProbeHandler:  v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}},
+								PeriodSeconds: 1,
+							},
+							Resources: v1.ResourceRequirements{
+								Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("50m"), v1.ResourceMemory: resource.MustParse("16Mi"), gpu: *resource.NewQuantity(webGPUs, resource.DecimalSI)},
+								Limits:   v1.ResourceList{gpu: *resource.NewQuantity(webGPUs, resource.DecimalSI)},
+							},
+						}},
+					},
+				},
+			},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	maxUnavailable := intstr.FromInt32(webReplicas - webMinAvailable)
+	mustCreate(t, "pdb web", func() error {
+		_, err := home.client.PolicyV1().PodDisruptionBudgets(servingNS).Create(ctx, &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &maxUnavailable, Selector: &metav1.LabelSelector{MatchLabels: labels}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	var svc *v1.Service
+	mustCreate(t, "service web", func() error {
+		var err error
+		svc, err = home.client.CoreV1().Services(servingNS).Create(ctx, &v1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec:       v1.ServiceSpec{Selector: labels, Ports: []v1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	return svc.Spec.ClusterIP
+}
+
+// createGang asks for the whole node: a PodGroup of two pods of 4 GPUs.
+func createGang(ctx context.Context, t *testing.T, home *cluster) {
+	t.Helper()
+	pg := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+		"metadata": map[string]any{"name": "gang", "namespace": researchNS},
+		"spec":     map[string]any{"minMember": int64(2)},
+	}}
+	mustCreate(t, "podgroup", func() error {
+		_, err := home.dynamic.Resource(podGroups).Namespace(researchNS).Create(ctx, pg, metav1.CreateOptions{})
+		return err
+	})
+	for i := range 2 {
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gang-%d", i),
+				Labels: map[string]string{"app": "gang", "scheduling.x-k8s.io/pod-group": "gang"}},
+			Spec: v1.PodSpec{
+				SchedulerName:                "sluice-research",
+				PriorityClassName:            "research",
+				AutomountServiceAccountToken: new(bool),
+				Containers: []v1.Container{{
+					Name: "train", Image: appImage, ImagePullPolicy: v1.PullNever,
+					Resources: v1.ResourceRequirements{
+						Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("50m"), gpu: *resource.NewQuantity(nodeGPUs/2, resource.DecimalSI)},
+						Limits:   v1.ResourceList{gpu: *resource.NewQuantity(nodeGPUs/2, resource.DecimalSI)},
+					},
+				}},
+			},
+		}
+		mustCreate(t, pod.Name, func() error {
+			_, err := home.client.CoreV1().Pods(researchNS).Create(ctx, pod, metav1.CreateOptions{})
+			return err
+		})
+	}
+}
+
+// gangStillPending fails the test when the gang was already placed: the
+// leader was then deleted after the claim, not during it.
+func gangStillPending(ctx context.Context, t *testing.T, home *cluster) {
+	t.Helper()
+	pods, err := home.client.CoreV1().Pods(researchNS).List(ctx, metav1.ListOptions{LabelSelector: "app=gang"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			t.Fatalf("gang pod %s was bound to %s before the leader was deleted: the claim was over", p.Name, p.Spec.NodeName)
+		}
+	}
+}
+
+// leaderPod is the scheduler pod holding the Lease.
+func leaderPod(ctx context.Context, t *testing.T, home *cluster) string {
+	t.Helper()
+	var holder string
+	waitFor(ctx, t, "a scheduler leader", func() (bool, error) {
+		lease, err := home.client.CoordinationV1().Leases(releaseNS).Get(ctx, "sluice-scheduler", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil || lease.Spec.HolderIdentity == nil {
+			return false, err
+		}
+		name, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+		if _, err := home.client.CoreV1().Pods(releaseNS).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, nil // a deleted holder, not yet replaced
+		}
+		holder = name
+		return true, nil
+	})
+	return holder
+}
+
+// servedRemotely checks that every web pod's address is that of a Running
+// pod on the remote cluster, so the Service's endpoints are containers
+// there.
+func servedRemotely(ctx context.Context, t *testing.T, home, remote *cluster) string {
+	t.Helper()
+	pods, err := home.client.CoreV1().Pods(servingNS).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remotePods, err := remote.client.CoreV1().Pods(remoteNS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := map[string]string{}
+	for _, p := range remotePods.Items {
+		if p.Status.Phase == v1.PodRunning && p.Spec.NodeName == remote.name {
+			running[p.Status.PodIP] = p.Name
+		}
+	}
+	var ips []string
+	for _, p := range pods.Items {
+		if running[p.Status.PodIP] == "" {
+			t.Fatalf("web pod %s on %s has address %q, which no Running pod on the remote cluster has (%v)", p.Name, p.Spec.NodeName, p.Status.PodIP, running)
+		}
+		ips = append(ips, p.Status.PodIP)
+	}
+	return strings.Join(ips, ", ")
+}
+
+// checkLogs reads a moved pod's log through the apiserver, which proxies
+// to the overflow node's kubelet API, which asks the provider.
+func checkLogs(ctx context.Context, t *testing.T, home *cluster) {
+	t.Helper()
+	pods, err := home.client.CoreV1().Pods(servingNS).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("listing web: %v", err)
+	}
+	data, err := home.client.CoreV1().Pods(servingNS).GetLogs(pods.Items[0].Name, &v1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("kubectl logs of %s on %s: %v", pods.Items[0].Name, pods.Items[0].Spec.NodeName, err)
+	}
+	if !strings.Contains(string(data), "app: serving") {
+		t.Fatalf("the log of %s, read through the overflow node, is %q", pods.Items[0].Name, data)
+	}
+}
+
+// waitReady waits for n pods matching selector, each Ready on node.
+func waitReady(ctx context.Context, t *testing.T, c *cluster, ns, selector string, n int, node string) {
+	t.Helper()
+	waitFor(ctx, t, fmt.Sprintf("%d pods %s Ready on %s", n, selector, node), func() (bool, error) {
+		pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.DeletionTimestamp == nil && p.Spec.NodeName == node && podReady(p) {
+				ready++
+			}
+		}
+		return ready == n && len(pods.Items) == n, nil
+	})
+}
+
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+		ok, err := cond()
+		if err != nil {
+			last = err
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
+	}
+}
+
+func mustCreate(t *testing.T, what string, create func() error) {
+	t.Helper()
+	if err := create(); err != nil {
+		t.Fatalf("creating %s: %v", what, err)
+	}
+}
+
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func nodeReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// prober asks the Service every 50 ms from this machine (through
+// kube-proxy's rules) and records every failure and who answered.
+type prober struct {
+	cancel   context.CancelFunc
+	done     chan struct{}
+	mu       sync.Mutex
+	requests int
+	failures []string
+	answers  map[string]int
+}
+
+func startProber(ctx context.Context, t *testing.T, url string) *prober {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &prober{cancel: cancel, done: make(chan struct{}), answers: map[string]int{}}
+	client := &http.Client{Timeout: 2 * time.Second,
+		Transport: &http.Transport{DisableKeepAlives: true}}
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			answer, err := get(ctx, client, url)
+			if ctx.Err() != nil {
+				return
+			}
+			p.mu.Lock()
+			p.requests++
+			if err != nil {
+				p.failures = append(p.failures, fmt.Sprintf("%s: %v", time.Now().Format(time.RFC3339Nano), err))
+			} else {
+				p.answers[answer]++
+			}
+			p.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { p.stop() })
+	return p
+}
+
+func get(ctx context.Context, client *http.Client, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	return strings.TrimSpace(string(body)), nil
+}
+
+// answeredBy says whether a pod on node answered.
+func (p *prober) answeredBy(node string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for a := range p.answers {
+		if strings.HasSuffix(a, node) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *prober) stop() (int, []string) {
+	p.cancel()
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.requests, p.failures
+}
+
+// endpointFloor watches a Service's EndpointSlices and keeps the fewest
+// ready endpoints seen.
+type endpointFloor struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	min    int
+}
+
+func watchReadyEndpoints(ctx context.Context, t *testing.T, c *cluster, ns, service string) *endpointFloor {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &endpointFloor{cancel: cancel, done: make(chan struct{}), min: -1}
+	sel := discoveryv1.LabelServiceName + "=" + service
+	go func() {
+		defer close(f.done)
+		_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+			slices, err := c.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				return false, nil
+			}
+			ready := map[types.UID]bool{}
+			for _, s := range slices.Items {
+				for _, e := range s.Endpoints {
+					if e.Conditions.Ready != nil && *e.Conditions.Ready && e.TargetRef != nil {
+						ready[e.TargetRef.UID] = true
+					}
+				}
+			}
+			f.mu.Lock()
+			if f.min < 0 || len(ready) < f.min {
+				f.min = len(ready)
+			}
+			f.mu.Unlock()
+			return false, nil
+		})
+	}()
+	t.Cleanup(func() { f.stop() })
+	return f
+}
+
+func (f *endpointFloor) stop() int {
+	f.cancel()
+	<-f.done
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.min
+}
