@@ -39,6 +39,9 @@ BRIDGE=sluice-e2e
 CLUSTERS="home remote"
 W=$E2E_DIR
 B=$E2E_BIN
+# containerd finds its shim on PATH.
+export PATH=$B:$PATH
+ARCH=$(dpkg --print-architecture)
 
 # Per cluster: node IP, pod and Service range, and ports.
 node_ip() { case $1 in home) echo 198.18.0.1 ;; remote) echo 198.18.0.2 ;; esac; }
@@ -65,8 +68,11 @@ start() { # cluster name cmd...
 	shift 2
 	mkdir -p "$W/pids" "$W/$c/logs"
 	nohup "$@" >"$W/$c/logs/$n.log" 2>&1 &
-	echo $! >"$W/pids/$c-$n"
+	# The PID and its start time: `down` signals only the same process.
+	echo "$! $(starttime $!)" >"$W/pids/$c-$n"
 }
+
+starttime() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null; }
 
 waitfor() { # what seconds cmd...
 	local what=$1 secs=$2
@@ -165,6 +171,8 @@ state = "$d/containerd/state"
   address = "$d/containerd/containerd.sock.ttrpc"
 [plugins.'io.containerd.nri.v1.nri']
   disable = true
+[plugins.'io.containerd.internal.v1.opt']
+  path = "$d/containerd/opt"
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
@@ -265,23 +273,32 @@ EOT
 
 # --- bring-up ------------------------------------------------------------------
 network_up() {
-	save_sysctl net.ipv4.ip_forward
-	for k in vm.overcommit_memory kernel.panic kernel.panic_on_oops; do save_sysctl $k; done
+	# What the kubelets set (pkg/kubelet/cm: setupKernelTunables).
+	for k in vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops \
+		kernel.keys.root_maxkeys kernel.keys.root_maxbytes; do
+		save_sysctl $k
+	done
+	# Netns that exist already are not this run's to remove.
+	ip netns list 2>/dev/null | awk '{print $1}' >"$W/netns.before"
 	if ! ip link show $BRIDGE >/dev/null 2>&1; then
 		ip link add $BRIDGE type bridge
 		echo "bridge" >>"$W/created"
 	fi
 	# The node addresses and each pod range's gateway: the bridge plugin
 	# keeps one IPv4 address per bridge, so this script sets them all.
+	ip link set $BRIDGE up
 	for c in $CLUSTERS; do
 		ip addr replace "$(node_ip "$c")/24" dev $BRIDGE
 		ip addr replace "$(pod_net "$c").1/24" dev $BRIDGE
 		ip route replace "$(svc_net "$c").0/24" dev $BRIDGE
 	done
-	ip link set $BRIDGE up
-	sysctl -qw net.ipv4.ip_forward=1
-	iptables -C FORWARD -i $BRIDGE ! -o $BRIDGE -j DROP 2>/dev/null ||
+	# Pods of one cluster reach the other's addresses through this machine:
+	# forwarding on the bridge only (IPv4 asks the incoming device).
+	sysctl -qw "net.ipv4.conf.$BRIDGE.forwarding=1"
+	if ! iptables -C FORWARD -i $BRIDGE ! -o $BRIDGE -j DROP 2>/dev/null; then
 		iptables -I FORWARD 1 -i $BRIDGE ! -o $BRIDGE -j DROP
+		echo "forward-rule" >>"$W/created"
+	fi
 	log "network: bridge $BRIDGE, nodes $(node_ip home) and $(node_ip remote)"
 }
 
@@ -304,7 +321,7 @@ containerd_up() { # cluster
 	start "$1" containerd "$B/containerd" --config "$d/config.toml"
 	waitfor "$1: containerd" 30 "$B/ctr" -a "$d/containerd.sock" version
 	for image in "$W"/images/*.oci.tar; do
-		"$B/ctr" -a "$d/containerd.sock" -n k8s.io images import --platform "linux/$(go env GOARCH)" "$image" >/dev/null
+		"$B/ctr" -a "$d/containerd.sock" -n k8s.io images import --platform "linux/$ARCH" "$image" >/dev/null
 	done
 }
 
@@ -348,11 +365,31 @@ node_up() { # cluster
 		--hostname-override="$c" --node-ip="$(node_ip "$c")" --root-dir="$d/kubelet" --v=2
 }
 
-up() {
-	if [ -e "$W/pids" ] && [ -n "$(ls -A "$W/pids" 2>/dev/null)" ]; then
+# preflight: refuse (exit 3, changing nothing) what this script must not
+# touch: a run already up, another Kubernetes node on this machine, a
+# state directory another user could write to, a cgroup v2 host.
+preflight() {
+	if [ -n "$(ls -A "$W/pids" 2>/dev/null)" ]; then
 		echo "cluster.sh: $W/pids is not empty: a run is up or was not taken down; run 'cluster.sh down' first" >&2
-		exit 1
+		exit 3
 	fi
+	if iptables -S KUBE-FIREWALL >/dev/null 2>&1 || iptables -t nat -S KUBE-SERVICES >/dev/null 2>&1 || pgrep -x kubelet >/dev/null; then
+		echo "cluster.sh: this machine runs Kubernetes already (a kubelet, or KUBE- iptables chains): refusing to add two nodes beside it" >&2
+		exit 3
+	fi
+	if [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ]; then
+		echo "cluster.sh: a cgroup v1 host is needed (the kubelet configuration here is v1's); /sys/fs/cgroup is cgroup v2" >&2
+		exit 3
+	fi
+	if [ -L "$W" ] || { [ -e "$W" ] && [ "$(stat -c %u "$W")" != 0 ]; }; then
+		echo "cluster.sh: $W must be a directory owned by root, not a link" >&2
+		exit 3
+	fi
+	install -d -m 0700 "$W"
+}
+
+up() {
+	preflight
 	[ -d "$W/images" ] || {
 		echo "cluster.sh: no images in $W/images (run.sh puts them there)" >&2
 		exit 1
@@ -376,10 +413,11 @@ up() {
 
 # --- tear-down -------------------------------------------------------------------
 stop_pid() { # pidfile
-	local f=$1 p
+	local f=$1 p started
 	[ -f "$f" ] || return 0
-	p=$(cat "$f")
-	if kill "$p" 2>/dev/null; then
+	read -r p started <"$f"
+	# A PID whose start time differs is another process now: not ours.
+	if [ "$(starttime "$p")" = "$started" ] && kill "$p" 2>/dev/null; then
 		for _ in $(seq 1 60); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
 		kill -9 "$p" 2>/dev/null || true
 	fi
@@ -398,7 +436,7 @@ down() {
 		fi
 		stop_pid "$W/pids/$c-kubelet"
 		if [ -S "$d/containerd/containerd.sock" ]; then
-			local ctr=("$B/ctr" -a "$d/containerd/containerd.sock" -n k8s.io)
+			local ctr=(timeout 10 "$B/ctr" -a "$d/containerd/containerd.sock" -n k8s.io)
 			for t in $("${ctr[@]}" tasks ls -q 2>/dev/null); do "${ctr[@]}" tasks kill -s SIGKILL "$t" >/dev/null 2>&1; done
 			for t in $("${ctr[@]}" tasks ls -q 2>/dev/null); do "${ctr[@]}" tasks rm -f "$t" >/dev/null 2>&1; done
 			for k in $("${ctr[@]}" containers ls -q 2>/dev/null); do "${ctr[@]}" containers rm "$k" >/dev/null 2>&1; done
@@ -414,15 +452,26 @@ down() {
 				kill -9 "${p#/proc/}" 2>/dev/null
 		done
 		grep -E " $d/" /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
+		# Whatever still runs in this cluster's cgroups (containers left when
+		# containerd went first) is this run's: stop it, then the cgroups.
 		for m in /sys/fs/cgroup/*/sluice-e2e-$c; do
-			[ -d "$m" ] && find "$m" -depth -type d -exec rmdir {} + 2>/dev/null
+			[ -d "$m" ] || continue
+			find "$m" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null
 		done
+		for m in /sys/fs/cgroup/*/sluice-e2e-$c; do
+			[ -d "$m" ] && for _ in 1 2 3 4 5; do find "$m" -depth -type d -exec rmdir {} + 2>/dev/null && break; sleep 0.2; done
+		done
+		rm -f /var/lib/cni/results/sluice-e2e-"$c"-*
+		find /var/log/containers /var/log/pods -maxdepth 1 -lname "$d/*" -delete 2>/dev/null
 	done
 	for c in $CLUSTERS; do
 		ip route del "$(svc_net "$c").0/24" dev $BRIDGE 2>/dev/null
 	done
-	iptables -D FORWARD -i $BRIDGE ! -o $BRIDGE -j DROP 2>/dev/null
-	grep -q '^bridge$' "$W/created" 2>/dev/null && ip link del $BRIDGE 2>/dev/null
+	grep -q '^forward-rule$' "$W/created" 2>/dev/null && iptables -D FORWARD -i $BRIDGE ! -o $BRIDGE -j DROP 2>/dev/null
+	if grep -q '^bridge$' "$W/created" 2>/dev/null && ip link show $BRIDGE >/dev/null 2>&1 && ! ip link del $BRIDGE; then
+		echo "cluster.sh: could not delete bridge $BRIDGE; run 'cluster.sh down' again" >&2
+		return 1
+	fi
 	# Chains the kubelets create (kube-proxy --cleanup leaves them).
 	for ipt in iptables ip6tables; do
 		# (one jump per kubelet: two kubelets may each have added theirs)
@@ -438,10 +487,12 @@ down() {
 	if [ -f "$W/saved" ]; then
 		while IFS= read -r kv; do sysctl -qw "$kv"; done <"$W/saved"
 	fi
+	# The pod network namespaces this run's containerds left.
 	for ns in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do
+		grep -qx "$ns" "$W/netns.before" 2>/dev/null && continue
 		ip netns pids "$ns" 2>/dev/null | grep -q . || ip netns del "$ns"
 	done
-	rm -rf "${W:?}"/home "${W:?}"/remote "$W/pids" "$W/saved" "$W/created"
+	rm -rf "${W:?}"/home "${W:?}"/remote "$W/pids" "$W/saved" "$W/created" "$W/netns.before"
 	log "clusters down"
 }
 

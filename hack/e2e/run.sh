@@ -6,7 +6,8 @@
 # clusters on this machine (hack/e2e/cluster.sh), then the story
 # (test/e2e). It
 #   1. installs the Debian packages a node needs, once: runc (bookworm's
-#      1.1.5), containernetworking-plugins, iptables, conntrack, bc;
+#      1.1.5), containernetworking-plugins, iptables, conntrack, bc,
+#      openssl, curl, iproute2;
 #   2. builds into bin/e2e: containerd 2.x (module hack/containerd), etcd,
 #      kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy
 #      and kubelet at the Kubernetes version sluice builds on (tools of
@@ -33,7 +34,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 missing=()
 for f in /usr/sbin/runc:runc /usr/lib/cni/bridge:containernetworking-plugins \
-	/usr/sbin/iptables:iptables /usr/sbin/conntrack:conntrack /usr/bin/bc:bc; do
+	/usr/sbin/iptables:iptables /usr/sbin/conntrack:conntrack /usr/bin/bc:bc \
+	/usr/bin/openssl:openssl /usr/bin/curl:curl /usr/sbin/ip:iproute2; do
 	[ -x "${f%%:*}" ] || missing+=("${f#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -78,7 +80,13 @@ cleanup() {
 }
 trap cleanup EXIT
 step "bringing up the clusters"
-hack/e2e/cluster.sh up
+# Exit 3: cluster.sh refused and changed nothing (e.g. a run is up): not
+# this run's clusters to take down.
+hack/e2e/cluster.sh up || {
+	rc=$?
+	[ $rc = 3 ] && trap - EXIT
+	exit $rc
+}
 
 step "the story (test/e2e)"
 E2E_HOME_KUBECONFIG=$E2E_DIR/home/admin.kubeconfig \

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +35,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -86,10 +89,11 @@ func connect(t *testing.T, name, env string) *cluster {
 // TestStory: production serves through a Service on home's real node; a
 // research gang claims the node's GPUs; production moves to the overflow
 // node, whose kubernetes provider runs it on the remote cluster, and keeps
-// answering; the leading scheduler's pod is deleted mid-claim and the
-// standby finishes the claim; the gang ends and production returns.
-// Throughout, every request to the Service is answered and the Service's
-// ready endpoints never fall below the PodDisruptionBudget's floor.
+// answering; the gang ends and production returns. Twice: the first claim
+// loses its leading scheduler pod midway, the second runs through a helm
+// upgrade that replaces every pod of the release. Throughout, every
+// request to the Service is answered and its ready endpoints never fall
+// below the PodDisruptionBudget's floor.
 func TestStory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -125,62 +129,46 @@ func TestStory(t *testing.T) {
 	waitReady(ctx, t, home, servingNS, "app=web", webReplicas, "home")
 	step("web: %d pods Ready on node home, Service %s", webReplicas, serviceIP)
 
+	// kube-proxy programs the new Service a moment after its pods are
+	// Ready; the watch starts once it answers.
+	waitFor(ctx, t, "the Service answering", func() (bool, error) {
+		_, err := get(ctx, &http.Client{Timeout: 2 * time.Second}, "http://"+serviceIP+"/")
+		return err == nil, nil
+	})
 	// The invariants, watched from here to the end.
-	probe := startProber(ctx, t, "http://"+serviceIP+"/")
-	floor := watchReadyEndpoints(ctx, t, home, servingNS, "web")
-	waitFor(ctx, t, "answers from node home", func() (bool, error) { return probe.answeredBy("node home"), nil })
+	probe := startProber(ctx, t, "http://"+serviceIP+"/", start)
+	floor := watchReadyEndpoints(ctx, t, home, servingNS, "web", start)
+	waitFor(ctx, t, "answers from node home", func() (bool, error) { return probe.answeredSince("node home", start), nil })
 
-	createGang(ctx, t, home)
-	step("research gang (2 pods x %d GPUs) created", nodeGPUs/2)
-	var claim *unstructured.Unstructured
-	waitFor(ctx, t, "a ResearchClaim with an eviction", func() (bool, error) {
-		list, err := home.dynamic.Resource(researchClaims).List(ctx, metav1.ListOptions{})
-		if err != nil || len(list.Items) == 0 {
-			return false, err
+	// Round 1: the leading scheduler's pod is deleted mid-claim.
+	claimAndReturn(ctx, t, step, home, remote, probe, "gang-1", func(leader string) func() {
+		if err := home.client.CoreV1().Pods(releaseNS).Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("deleting the leader %s: %v", leader, err)
 		}
-		claim = &list.Items[0]
-		evicted, _, _ := unstructured.NestedSlice(claim.Object, "status", "evicted")
-		return len(evicted) > 0, nil
+		step("deleting the leading scheduler pod %s mid-claim", leader)
+		return func() {}
 	})
-	phase, _, _ := unstructured.NestedString(claim.Object, "status", "phase")
-	step("claim %s/%s: phase %s, first victim evicted", claim.GetNamespace(), claim.GetName(), phase)
-
-	leader := leaderPod(ctx, t, home)
-	if err := home.client.CoreV1().Pods(releaseNS).Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
-		t.Fatalf("deleting the leader %s: %v", leader, err)
-	}
-	step("deleted the leading scheduler pod %s mid-claim", leader)
-	gangStillPending(ctx, t, home)
-
-	waitReady(ctx, t, home, researchNS, "app=gang", 2, "home")
-	newLeader := leaderPod(ctx, t, home)
-	if newLeader == leader {
-		t.Fatalf("the claim finished under %s, the pod deleted", leader)
-	}
-	step("gang Running on node home; the claim was finished by %s", newLeader)
-	waitReady(ctx, t, home, servingNS, "app=web", webReplicas, overflowNode)
-	waitFor(ctx, t, "answers from the overflow node", func() (bool, error) { return probe.answeredBy("node " + overflowNode), nil })
-	served := servedRemotely(ctx, t, home, remote)
-	step("web: %d pods on %s, their addresses those of pods running on the remote cluster (%s); the Service answers from them", webReplicas, overflowNode, served)
-	checkLogs(ctx, t, home)
-
-	// The gang ends; production returns.
-	if err := home.client.CoreV1().Pods(researchNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=gang"}); err != nil {
-		t.Fatal(err)
-	}
-	step("gang deleted")
-	waitReady(ctx, t, home, servingNS, "app=web", webReplicas, "home")
-	waitFor(ctx, t, "the remote cluster emptied", func() (bool, error) {
-		pods, err := remote.client.CoreV1().Pods(remoteNS).List(ctx, metav1.ListOptions{})
-		return err == nil && len(pods.Items) == 0, err
+	// Round 2: helm upgrade mid-claim rolls both Deployments (a new
+	// --v), so every scheduler and overflow-node pod is replaced while the
+	// claim runs.
+	claimAndReturn(ctx, t, step, home, remote, probe, "gang-2", func(string) func() {
+		step("helm upgrade mid-claim")
+		upgraded := make(chan error, 1)
+		go func() { upgraded <- upgradeChart(ctx, home, helm) }()
+		return func() {
+			if err := <-upgraded; err != nil {
+				t.Fatal(err)
+			}
+			step("helm upgrade --wait done: every scheduler and overflow-node pod replaced")
+		}
 	})
-	step("web: %d pods back on node home; nothing left on the remote cluster", webReplicas)
 
 	requests, failures := probe.stop()
 	fewest := floor.stop()
 	step("%d requests to the Service, %d failed; ready endpoints never below %d (floor %d)", requests, len(failures), fewest, webMinAvailable)
 	if len(failures) > 0 {
-		t.Errorf("%d of %d requests to the Service failed, first: %s", len(failures), requests, failures[0])
+		t.Errorf("%d of %d requests to the Service failed:\n%s\nits ready endpoints:\n%s", len(failures), requests,
+			strings.Join(failures, "\n"), strings.Join(floor.history, "\n"))
 	}
 	if fewest < webMinAvailable {
 		t.Errorf("the Service's ready endpoints fell to %d, below the PodDisruptionBudget's %d", fewest, webMinAvailable)
@@ -188,6 +176,123 @@ func TestStory(t *testing.T) {
 	if requests < 100 {
 		t.Errorf("only %d requests were made: the prober did not watch the story", requests)
 	}
+}
+
+// claimAndReturn plays one claim: gang (2 pods x 4 GPUs, the whole node)
+// claims; at the first eviction, disrupt is given the leading scheduler
+// pod and starts to disrupt it (returning a func that waits for the
+// disruption to end). Once that pod is gone the gang must still be
+// pending, and it must be placed by a leader that took the Lease after.
+// Production moves to the overflow node and is served from the remote
+// cluster; the gang ends and production returns home.
+func claimAndReturn(ctx context.Context, t *testing.T, step func(string, ...any), home, remote *cluster, probe *prober, gang string, disrupt func(leader string) func()) {
+	t.Helper()
+	createGang(ctx, t, home, gang)
+	step("%s: research gang (2 pods x %d GPUs) created", gang, nodeGPUs/2)
+	var claim *unstructured.Unstructured
+	waitFor(ctx, t, gang+": a ResearchClaim with an eviction", func() (bool, error) {
+		list, err := home.dynamic.Resource(researchClaims).Namespace(researchNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for i := range list.Items {
+			if strings.HasPrefix(list.Items[i].GetName(), "rc-research-"+gang+"--") {
+				claim = &list.Items[i]
+				evicted, _, _ := unstructured.NestedSlice(claim.Object, "status", "evicted")
+				return len(evicted) > 0, nil
+			}
+		}
+		return false, nil
+	})
+	phase, _, _ := unstructured.NestedString(claim.Object, "status", "phase")
+	step("%s: claim %s, phase %s, first victim evicted", gang, claim.GetName(), phase)
+
+	leader := leaderPod(ctx, t, home)
+	finished := disrupt(leader)
+	waitFor(ctx, t, "the disrupted leader "+leader+" gone", func() (bool, error) {
+		_, err := home.client.CoreV1().Pods(releaseNS).Get(ctx, leader, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	gone := time.Now()
+	gangStillPending(ctx, t, home, gang)
+	step("%s: leader %s gone, the gang still pending", gang, leader)
+	finished()
+
+	waitReady(ctx, t, home, researchNS, "gang="+gang, 2, "home")
+	finisher, acquired := leaderPod(ctx, t, home), leaseAcquired(ctx, t, home)
+	if acquired.Before(gone.Add(-time.Second)) {
+		t.Fatalf("%s: the Lease was last acquired at %s, before the disrupted leader was gone (%s)", gang, acquired, gone)
+	}
+	pods, err := home.client.CoreV1().Pods(researchNS).List(ctx, metav1.ListOptions{LabelSelector: "gang=" + gang})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodScheduled && c.LastTransitionTime.Time.Before(acquired.Truncate(time.Second)) {
+				t.Fatalf("%s: %s was scheduled at %s, before %s took the Lease (%s)", gang, p.Name, c.LastTransitionTime, finisher, acquired)
+			}
+		}
+	}
+	step("%s: gang Running on node home, placed by %s, which took the Lease after %s was gone", gang, finisher, leader)
+	moved := time.Now()
+	waitReady(ctx, t, home, servingNS, "app=web", webReplicas, overflowNode)
+	waitFor(ctx, t, "answers from the overflow node", func() (bool, error) { return probe.answeredSince("node "+overflowNode, moved), nil })
+	served := servedRemotely(ctx, t, home, remote)
+	step("web: %d pods on %s, their addresses those of pods running on the remote cluster (%s); the Service answers from them", webReplicas, overflowNode, served)
+	checkLogs(ctx, t, home)
+
+	// The gang ends; production returns.
+	if err := home.client.CoreV1().Pods(researchNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "gang=" + gang}); err != nil {
+		t.Fatal(err)
+	}
+	step("%s deleted", gang)
+	waitReady(ctx, t, home, servingNS, "app=web", webReplicas, "home")
+	returned := time.Now()
+	waitFor(ctx, t, "answers from node home", func() (bool, error) { return probe.answeredSince("node home", returned), nil })
+	waitFor(ctx, t, "the remote cluster emptied", func() (bool, error) {
+		pods, err := remote.client.CoreV1().Pods(remoteNS).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0, err
+	})
+	step("web: %d pods back on node home; nothing left on the remote cluster", webReplicas)
+}
+
+// upgradeChart runs helm upgrade on the release with one value changed
+// in each Deployment's pod template (both binaries' --v) and waits until
+// every pod of both was replaced. It runs beside the test's goroutine, so
+// it returns its failure.
+func upgradeChart(ctx context.Context, home *cluster, helm string) error {
+	before := map[string]bool{}
+	pods, err := home.client.CoreV1().Pods(releaseNS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		before[p.Name] = true
+	}
+	chart := filepath.Join("..", "..", "charts", "sluice")
+	cmd := exec.CommandContext(ctx, helm, "--kubeconfig", home.kubeconfig, "upgrade", release, chart,
+		"-n", releaseNS, "--reuse-values", "--set", "scheduler.verbosity=3", "--set", "overflowNode.verbosity=3",
+		"--wait", "--timeout", "5m")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("helm upgrade: %v\n%s", err, out)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+		pods, err := home.client.CoreV1().Pods(releaseNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			if before[p.Name] || !podReady(&p) {
+				return false, nil
+			}
+		}
+		return len(pods.Items) == len(before), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for every pod of the release to be replaced: %v", err)
+	}
+	return nil
 }
 
 // advertiseGPUs gives the real node nodeGPUs extended GPUs, as a device
@@ -402,11 +507,11 @@ func deployWeb(ctx context.Context, t *testing.T, home *cluster) string {
 }
 
 // createGang asks for the whole node: a PodGroup of two pods of 4 GPUs.
-func createGang(ctx context.Context, t *testing.T, home *cluster) {
+func createGang(ctx context.Context, t *testing.T, home *cluster, name string) {
 	t.Helper()
 	pg := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-		"metadata": map[string]any{"name": "gang", "namespace": researchNS},
+		"metadata": map[string]any{"name": name, "namespace": researchNS},
 		"spec":     map[string]any{"minMember": int64(2)},
 	}}
 	mustCreate(t, "podgroup", func() error {
@@ -415,8 +520,8 @@ func createGang(ctx context.Context, t *testing.T, home *cluster) {
 	})
 	for i := range 2 {
 		pod := &v1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gang-%d", i),
-				Labels: map[string]string{"app": "gang", "scheduling.x-k8s.io/pod-group": "gang"}},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i),
+				Labels: map[string]string{"gang": name, "scheduling.x-k8s.io/pod-group": name}},
 			Spec: v1.PodSpec{
 				SchedulerName:                "sluice-research",
 				PriorityClassName:            "research",
@@ -439,9 +544,9 @@ func createGang(ctx context.Context, t *testing.T, home *cluster) {
 
 // gangStillPending fails the test when the gang was already placed: the
 // leader was then deleted after the claim, not during it.
-func gangStillPending(ctx context.Context, t *testing.T, home *cluster) {
+func gangStillPending(ctx context.Context, t *testing.T, home *cluster, gang string) {
 	t.Helper()
-	pods, err := home.client.CoreV1().Pods(researchNS).List(ctx, metav1.ListOptions{LabelSelector: "app=gang"})
+	pods, err := home.client.CoreV1().Pods(researchNS).List(ctx, metav1.ListOptions{LabelSelector: "gang=" + gang})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,6 +606,16 @@ func servedRemotely(ctx context.Context, t *testing.T, home, remote *cluster) st
 		ips = append(ips, p.Status.PodIP)
 	}
 	return strings.Join(ips, ", ")
+}
+
+// leaseAcquired is when the scheduler's Lease was last acquired.
+func leaseAcquired(ctx context.Context, t *testing.T, home *cluster) time.Time {
+	t.Helper()
+	lease, err := home.client.CoordinationV1().Leases(releaseNS).Get(ctx, "sluice-scheduler", metav1.GetOptions{})
+	if err != nil || lease.Spec.AcquireTime == nil {
+		t.Fatalf("the scheduler's Lease: %v (%+v)", err, lease)
+	}
+	return lease.Spec.AcquireTime.Time
 }
 
 // checkLogs reads a moved pod's log through the apiserver, which proxies
@@ -587,12 +702,12 @@ type prober struct {
 	mu       sync.Mutex
 	requests int
 	failures []string
-	answers  map[string]int
+	answers  map[string]time.Time // the last time each answer came
 }
 
-func startProber(ctx context.Context, t *testing.T, url string) *prober {
+func startProber(ctx context.Context, t *testing.T, url string, start time.Time) *prober {
 	ctx, cancel := context.WithCancel(ctx)
-	p := &prober{cancel: cancel, done: make(chan struct{}), answers: map[string]int{}}
+	p := &prober{cancel: cancel, done: make(chan struct{}), answers: map[string]time.Time{}}
 	client := &http.Client{Timeout: 2 * time.Second,
 		Transport: &http.Transport{DisableKeepAlives: true}}
 	go func() {
@@ -612,9 +727,9 @@ func startProber(ctx context.Context, t *testing.T, url string) *prober {
 			p.mu.Lock()
 			p.requests++
 			if err != nil {
-				p.failures = append(p.failures, fmt.Sprintf("%s: %v", time.Now().Format(time.RFC3339Nano), err))
+				p.failures = append(p.failures, fmt.Sprintf("[%6.1fs] %v", time.Since(start).Seconds(), err))
 			} else {
-				p.answers[answer]++
+				p.answers[answer] = time.Now()
 			}
 			p.mu.Unlock()
 		}
@@ -643,12 +758,13 @@ func get(ctx context.Context, client *http.Client, url string) (string, error) {
 	return strings.TrimSpace(string(body)), nil
 }
 
-// answeredBy says whether a pod on node answered.
-func (p *prober) answeredBy(node string) bool {
+// answeredSince says whether an answer ending in suffix (a node) came
+// after since.
+func (p *prober) answeredSince(suffix string, since time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for a := range p.answers {
-		if strings.HasSuffix(a, node) {
+	for a, last := range p.answers {
+		if strings.HasSuffix(a, suffix) && last.After(since) {
 			return true
 		}
 	}
@@ -664,48 +780,82 @@ func (p *prober) stop() (int, []string) {
 }
 
 // endpointFloor watches a Service's EndpointSlices and keeps the fewest
-// ready endpoints seen.
+// ready endpoints seen at any event, and each change of the ready set.
 type endpointFloor struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	min    int
+	stopCh  chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	slices  map[string]*discoveryv1.EndpointSlice
+	min     int
+	last    string
+	history []string // each change of the ready addresses
 }
 
-func watchReadyEndpoints(ctx context.Context, t *testing.T, c *cluster, ns, service string) *endpointFloor {
-	ctx, cancel := context.WithCancel(ctx)
-	f := &endpointFloor{cancel: cancel, done: make(chan struct{}), min: -1}
-	sel := discoveryv1.LabelServiceName + "=" + service
-	go func() {
-		defer close(f.done)
-		_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-			slices, err := c.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err != nil {
-				return false, nil
+func watchReadyEndpoints(ctx context.Context, t *testing.T, c *cluster, ns, service string, start time.Time) *endpointFloor {
+	t.Helper()
+	f := &endpointFloor{stopCh: make(chan struct{}), slices: map[string]*discoveryv1.EndpointSlice{}, min: -1}
+	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = discoveryv1.LabelServiceName + "=" + service }))
+	informer := factory.Discovery().V1().EndpointSlices().Informer()
+	update := func(obj any, deleted bool) {
+		slice, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			tomb, isTomb := obj.(cache.DeletedFinalStateUnknown)
+			if slice, ok = tomb.Obj.(*discoveryv1.EndpointSlice); !isTomb || !ok {
+				return
 			}
-			ready := map[types.UID]bool{}
-			for _, s := range slices.Items {
-				for _, e := range s.Endpoints {
-					if e.Conditions.Ready != nil && *e.Conditions.Ready && e.TargetRef != nil {
-						ready[e.TargetRef.UID] = true
-					}
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if deleted {
+			delete(f.slices, slice.Name)
+		} else {
+			f.slices[slice.Name] = slice
+		}
+		ready := map[types.UID]bool{}
+		var addresses []string
+		for _, s := range f.slices {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready != nil && *e.Conditions.Ready && e.TargetRef != nil {
+					ready[e.TargetRef.UID] = true
+					addresses = append(addresses, e.Addresses...)
 				}
 			}
-			f.mu.Lock()
-			if f.min < 0 || len(ready) < f.min {
-				f.min = len(ready)
-			}
-			f.mu.Unlock()
-			return false, nil
-		})
-	}()
+		}
+		if !informer.HasSynced() {
+			return // the initial list, slice by slice
+		}
+		slices.Sort(addresses)
+		now := strings.Join(addresses, " ")
+		if f.min < 0 || len(ready) < f.min {
+			f.min = len(ready)
+		}
+		if now != f.last {
+			f.last = now
+			f.history = append(f.history, fmt.Sprintf("[%6.1fs] %d ready: %s", time.Since(start).Seconds(), len(ready), now))
+		}
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { update(obj, false) },
+		UpdateFunc: func(_, obj any) { update(obj, false) },
+		DeleteFunc: func(obj any) { update(obj, true) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(f.stopCh)
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		t.Fatal("the EndpointSlice watch did not sync")
+	}
+	// The state at sync, counted once.
+	for _, obj := range informer.GetStore().List() {
+		update(obj, false)
+	}
 	t.Cleanup(func() { f.stop() })
 	return f
 }
 
 func (f *endpointFloor) stop() int {
-	f.cancel()
-	<-f.done
+	f.once.Do(func() { close(f.stopCh) })
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.min
