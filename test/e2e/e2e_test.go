@@ -52,8 +52,10 @@ const (
 	researchNS   = "research"
 	remoteNS     = "sluice-overflow"
 	appImage     = "local/sluice-e2e-app:e2e"
-	webReplicas  = 4
-	webGPUs      = 2
+	// 6 replicas of 1 GPU: a claim of the whole node moves all 6, one
+	// at a time (the budget), so it lasts long enough to be disrupted.
+	webReplicas = 6
+	webGPUs     = 1
 	// webMinAvailable is the PodDisruptionBudget's floor of web.
 	webMinAvailable = webReplicas - 1
 )
@@ -440,8 +442,8 @@ overflowNode:
 	}
 }
 
-// deployWeb runs production: the run's HTTP server, 4 replicas of 2 GPUs
-// (the whole node), a PodDisruptionBudget of 1, behind a Service.
+// deployWeb runs production: the run's HTTP server, webReplicas of
+// webGPUs, a PodDisruptionBudget of 1, behind a Service.
 func deployWeb(ctx context.Context, t *testing.T, home *cluster) string {
 	t.Helper()
 	labels := map[string]string{"app": "web"}
