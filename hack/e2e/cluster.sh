@@ -69,7 +69,13 @@ start() { # cluster name cmd...
 	mkdir -p "$W/pids" "$W/$c/logs"
 	nohup "$@" >"$W/$c/logs/$n.log" 2>&1 &
 	# The PID and its start time: `down` signals only the same process.
-	echo "$! $(starttime $!)" >"$W/pids/$c-$n"
+	local pid=$! started
+	started=$(starttime $pid)
+	if [ -z "$started" ]; then
+		echo "cluster.sh: $c $n exited at once; its log: $W/$c/logs/$n.log" >&2
+		return 1
+	fi
+	echo "$pid $started" >"$W/pids/$c-$n"
 }
 
 starttime() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null; }
@@ -417,7 +423,7 @@ stop_pid() { # pidfile
 	[ -f "$f" ] || return 0
 	read -r p started <"$f"
 	# A PID whose start time differs is another process now: not ours.
-	if [ "$(starttime "$p")" = "$started" ] && kill "$p" 2>/dev/null; then
+	if [ -n "$started" ] && [ "$(starttime "$p")" = "$started" ] && kill "$p" 2>/dev/null; then
 		for _ in $(seq 1 60); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
 		kill -9 "$p" 2>/dev/null || true
 	fi
@@ -468,9 +474,10 @@ down() {
 		ip route del "$(svc_net "$c").0/24" dev $BRIDGE 2>/dev/null
 	done
 	grep -q '^forward-rule$' "$W/created" 2>/dev/null && iptables -D FORWARD -i $BRIDGE ! -o $BRIDGE -j DROP 2>/dev/null
+	local rc=0
 	if grep -q '^bridge$' "$W/created" 2>/dev/null && ip link show $BRIDGE >/dev/null 2>&1 && ! ip link del $BRIDGE; then
 		echo "cluster.sh: could not delete bridge $BRIDGE; run 'cluster.sh down' again" >&2
-		return 1
+		rc=1
 	fi
 	# Chains the kubelets create (kube-proxy --cleanup leaves them).
 	for ipt in iptables ip6tables; do
@@ -488,11 +495,17 @@ down() {
 		while IFS= read -r kv; do sysctl -qw "$kv"; done <"$W/saved"
 	fi
 	# The pod network namespaces this run's containerds left.
-	for ns in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do
-		grep -qx "$ns" "$W/netns.before" 2>/dev/null && continue
-		ip netns pids "$ns" 2>/dev/null | grep -q . || ip netns del "$ns"
-	done
-	rm -rf "${W:?}"/home "${W:?}"/remote "$W/pids" "$W/saved" "$W/created" "$W/netns.before"
+	if [ -f "$W/netns.before" ]; then
+		for ns in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do
+			grep -qx "$ns" "$W/netns.before" && continue
+			ip netns pids "$ns" 2>/dev/null | grep -q . || ip netns del "$ns"
+		done
+	fi
+	rm -rf "${W:?}"/home "${W:?}"/remote "$W/pids" "$W/netns.before"
+	if [ $rc != 0 ]; then
+		return $rc # keep saved and created for the next `down`
+	fi
+	rm -f "$W/saved" "$W/created"
 	log "clusters down"
 }
 

@@ -40,6 +40,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	nodeutil "k8s.io/kubernetes/pkg/controller/util/node"
 )
 
 const (
@@ -166,11 +168,11 @@ func TestStory(t *testing.T) {
 	})
 
 	requests, failures := probe.stop()
-	fewest := floor.stop()
+	fewest, history := floor.stop()
 	step("%d requests to the Service, %d failed; ready endpoints never below %d (floor %d)", requests, len(failures), fewest, webMinAvailable)
 	if len(failures) > 0 {
 		t.Errorf("%d of %d requests to the Service failed:\n%s\nits ready endpoints:\n%s", len(failures), requests,
-			strings.Join(failures, "\n"), strings.Join(floor.history, "\n"))
+			strings.Join(failures, "\n"), strings.Join(history, "\n"))
 	}
 	if fewest < webMinAvailable {
 		t.Errorf("the Service's ready endpoints fell to %d, below the PodDisruptionBudget's %d", fewest, webMinAvailable)
@@ -210,20 +212,22 @@ func claimAndReturn(ctx context.Context, t *testing.T, step func(string, ...any)
 	step("%s: claim %s, phase %s, first victim evicted", gang, claim.GetName(), phase)
 
 	leader := leaderPod(ctx, t, home)
+	disrupted := time.Now()
 	finished := disrupt(leader)
-	waitFor(ctx, t, "the disrupted leader "+leader+" gone", func() (bool, error) {
-		_, err := home.client.CoreV1().Pods(releaseNS).Get(ctx, leader, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+	// The leader is hit once its pod is terminating: the gang must still
+	// wait then.
+	waitFor(ctx, t, "the disrupted leader "+leader+" terminating", func() (bool, error) {
+		p, err := home.client.CoreV1().Pods(releaseNS).Get(ctx, leader, metav1.GetOptions{})
+		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), nil
 	})
-	gone := time.Now()
 	gangStillPending(ctx, t, home, gang)
-	step("%s: leader %s gone, the gang still pending", gang, leader)
+	step("%s: leader %s terminating, the gang still pending", gang, leader)
 	finished()
 
 	waitReady(ctx, t, home, researchNS, "gang="+gang, 2, "home")
 	finisher, acquired := leaderPod(ctx, t, home), leaseAcquired(ctx, t, home)
-	if acquired.Before(gone.Add(-time.Second)) {
-		t.Fatalf("%s: the Lease was last acquired at %s, before the disrupted leader was gone (%s)", gang, acquired, gone)
+	if finisher == leader || acquired.Before(disrupted.Add(-time.Second)) {
+		t.Fatalf("%s: the Lease is held by %s, acquired at %s; the disruption of %s began at %s", gang, finisher, acquired, leader, disrupted)
 	}
 	pods, err := home.client.CoreV1().Pods(researchNS).List(ctx, metav1.ListOptions{LabelSelector: "gang=" + gang})
 	if err != nil {
@@ -236,7 +240,7 @@ func claimAndReturn(ctx context.Context, t *testing.T, step func(string, ...any)
 			}
 		}
 	}
-	step("%s: gang Running on node home, placed by %s, which took the Lease after %s was gone", gang, finisher, leader)
+	step("%s: gang Running on node home, placed by %s, which took the Lease after %s was disrupted", gang, finisher, leader)
 	moved := time.Now()
 	waitReady(ctx, t, home, servingNS, "app=web", webReplicas, overflowNode)
 	waitFor(ctx, t, "answers from the overflow node", func() (bool, error) { return probe.answeredSince("node "+overflowNode, moved), nil })
@@ -285,7 +289,7 @@ func upgradeChart(ctx context.Context, home *cluster, helm string) error {
 			return false, nil
 		}
 		for _, p := range pods.Items {
-			if before[p.Name] || !podReady(&p) {
+			if before[p.Name] || !podutil.IsPodReady(&p) {
 				return false, nil
 			}
 		}
@@ -448,7 +452,7 @@ func deployWeb(ctx context.Context, t *testing.T, home *cluster) string {
 	t.Helper()
 	labels := map[string]string{"app": "web"}
 	replicas := int32(webReplicas)
-	grace := int64(10)
+	grace := int64(20)
 	fieldEnv := func(name, path string) v1.EnvVar {
 		return v1.EnvVar{Name: name, ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: path}}}
 	}
@@ -470,7 +474,7 @@ func deployWeb(ctx context.Context, t *testing.T, home *cluster) string {
 							Name:            "web",
 							Image:           appImage,
 							ImagePullPolicy: v1.PullNever,
-							Args:            []string{"-listen", ":8080"},
+							Args:            []string{"-listen", ":8080", "-drain", "10s"},
 							Env:             []v1.EnvVar{fieldEnv("POD_NAME", "metadata.name"), fieldEnv("NODE_NAME", "spec.nodeName")},
 							Ports:           []v1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 							ReadinessProbe: &v1.Probe{
@@ -648,7 +652,7 @@ func waitReady(ctx context.Context, t *testing.T, c *cluster, ns, selector strin
 		ready := 0
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.DeletionTimestamp == nil && p.Spec.NodeName == node && podReady(p) {
+			if p.DeletionTimestamp == nil && p.Spec.NodeName == node && podutil.IsPodReady(p) {
 				ready++
 			}
 		}
@@ -678,22 +682,9 @@ func mustCreate(t *testing.T, what string, create func() error) {
 	}
 }
 
-func podReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func nodeReady(n *v1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
+	_, ready := nodeutil.GetNodeCondition(&n.Status, v1.NodeReady)
+	return ready != nil && ready.Status == v1.ConditionTrue
 }
 
 // prober asks the Service every 50 ms from this machine (through
@@ -784,9 +775,12 @@ func (p *prober) stop() (int, []string) {
 // endpointFloor watches a Service's EndpointSlices and keeps the fewest
 // ready endpoints seen at any event, and each change of the ready set.
 type endpointFloor struct {
+	factory informers.SharedInformerFactory
 	stopCh  chan struct{}
 	once    sync.Once
 	mu      sync.Mutex
+	stopped bool
+	synced  bool
 	slices  map[string]*discoveryv1.EndpointSlice
 	min     int
 	last    string
@@ -796,9 +790,9 @@ type endpointFloor struct {
 func watchReadyEndpoints(ctx context.Context, t *testing.T, c *cluster, ns, service string, start time.Time) *endpointFloor {
 	t.Helper()
 	f := &endpointFloor{stopCh: make(chan struct{}), slices: map[string]*discoveryv1.EndpointSlice{}, min: -1}
-	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(ns),
+	f.factory = informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = discoveryv1.LabelServiceName + "=" + service }))
-	informer := factory.Discovery().V1().EndpointSlices().Informer()
+	informer := f.factory.Discovery().V1().EndpointSlices().Informer()
 	update := func(obj any, deleted bool) {
 		slice, ok := obj.(*discoveryv1.EndpointSlice)
 		if !ok {
@@ -809,56 +803,73 @@ func watchReadyEndpoints(ctx context.Context, t *testing.T, c *cluster, ns, serv
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if f.stopped {
+			return
+		}
 		if deleted {
 			delete(f.slices, slice.Name)
 		} else {
 			f.slices[slice.Name] = slice
 		}
-		ready := map[types.UID]bool{}
-		var addresses []string
-		for _, s := range f.slices {
-			for _, e := range s.Endpoints {
-				if e.Conditions.Ready != nil && *e.Conditions.Ready && e.TargetRef != nil {
-					ready[e.TargetRef.UID] = true
-					addresses = append(addresses, e.Addresses...)
-				}
-			}
-		}
-		if !informer.HasSynced() {
-			return // the initial list, slice by slice
-		}
-		slices.Sort(addresses)
-		now := strings.Join(addresses, " ")
-		if f.min < 0 || len(ready) < f.min {
-			f.min = len(ready)
-		}
-		if now != f.last {
-			f.last = now
-			f.history = append(f.history, fmt.Sprintf("[%6.1fs] %d ready: %s", time.Since(start).Seconds(), len(ready), now))
+		if f.synced {
+			f.count(start)
 		}
 	}
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { update(obj, false) },
 		UpdateFunc: func(_, obj any) { update(obj, false) },
 		DeleteFunc: func(obj any) { update(obj, true) },
-	}); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	factory.Start(f.stopCh)
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+	f.factory.Start(f.stopCh)
+	// Counted from when this handler has seen every initial slice.
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		t.Fatal("the EndpointSlice watch did not sync")
 	}
-	// The state at sync, counted once.
-	for _, obj := range informer.GetStore().List() {
-		update(obj, false)
-	}
+	f.mu.Lock()
+	f.synced = true
+	f.count(start)
+	f.mu.Unlock()
 	t.Cleanup(func() { f.stop() })
 	return f
 }
 
-func (f *endpointFloor) stop() int {
-	f.once.Do(func() { close(f.stopCh) })
+// count records the ready endpoints now; f.mu is held.
+func (f *endpointFloor) count(start time.Time) {
+	ready := map[types.UID]bool{}
+	var addresses []string
+	for _, s := range f.slices {
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && *e.Conditions.Ready && e.TargetRef != nil {
+				ready[e.TargetRef.UID] = true
+				addresses = append(addresses, e.Addresses...)
+			}
+		}
+	}
+	slices.Sort(addresses)
+	now := strings.Join(addresses, " ")
+	if f.min < 0 || len(ready) < f.min {
+		f.min = len(ready)
+	}
+	if now != f.last {
+		f.last = now
+		f.history = append(f.history, fmt.Sprintf("[%6.1fs] %d ready: %s", time.Since(start).Seconds(), len(ready), now))
+	}
+}
+
+// stop ends the watch and returns the fewest ready endpoints seen and the
+// history of the ready set.
+func (f *endpointFloor) stop() (int, []string) {
+	f.once.Do(func() {
+		f.mu.Lock()
+		f.stopped = true
+		f.mu.Unlock()
+		close(f.stopCh)
+		f.factory.Shutdown()
+	})
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.min
+	return f.min, slices.Clone(f.history)
 }
